@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+/**
+ * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
+ * are set), `serve main|chat` (one service: the production shape), `migrate`.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
+import { Argument, Command } from "effect/cli"
+import { PlinthConfig } from "../layers/Config.ts"
+import { DatabaseUrls, migrateDatabase, requireUrl } from "../layers/Database.ts"
+import { LoggingLive } from "../layers/Logging.ts"
+import { ChatService, MainService } from "../layers/Services.ts"
+
+/** Configuration, logging and the database location: what every command stands on. */
+const Base = DatabaseUrls.layer.pipe(Layer.provideMerge(LoggingLive), Layer.provideMerge(PlinthConfig.layer))
+
+const applyMigrations = Effect.gen(function*() {
+  const applied = yield* migrateDatabase(yield* requireUrl("admin"))
+  yield* Effect.logInfo(applied.length > 0 ? `applied migrations: ${applied.join(", ")}` : "migrations: up to date")
+})
+
+/**
+ * Each service is built on its own (Layer.build has its own memo map), so the two HTTP servers
+ * never share a router.
+ */
+const runServices = (services: ReadonlyArray<"main" | "chat">) =>
+  Effect.scoped(Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    const urls = yield* DatabaseUrls
+    // The embedded database was migrated as it started; with URLs, an admin URL means "migrate first".
+    if (!urls.embedded && Option.isSome(urls.admin)) yield* applyMigrations
+    for (const service of services) yield* Layer.build(service === "main" ? MainService : ChatService)
+    const base = (port: number) => `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`
+    if (services.includes("main")) yield* Console.log(`Plinth main service: ${base(config.port)}`)
+    if (services.includes("chat")) yield* Console.log(`Plinth chat service: ${base(config.chatPort)}`)
+    return yield* Effect.never
+  }))
+
+const start = Command.make("start", {}, () => runServices(["main", "chat"])).pipe(
+  Command.withDescription("Run both services (on the embedded PostgreSQL unless DATABASE_URL is set)")
+)
+
+const serve = Command.make("serve", {
+  service: Argument.Literals("service", ["main", "chat"]).pipe(Argument.withDescription("main or chat"))
+}, ({ service }) => runServices([service])).pipe(
+  Command.withDescription("Run one service (production shape: one process per service)")
+)
+
+const migrate = Command.make("migrate", {}, () => applyMigrations).pipe(
+  Command.withDescription("Apply pending migrations with DATABASE_ADMIN_URL (or the embedded database)")
+)
+
+export const plinth = Command.make("plinth").pipe(
+  Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
+  Command.withSubcommands([start, serve, migrate])
+)
+
+/** Failures that reach the top are one line for the operator; anything else is a bug and shows its trace. */
+const reportFailure = (cause: Cause.Cause<unknown>) => {
+  if (Cause.hasInterruptsOnly(cause)) return Effect.void
+  const error = Cause.squash(cause)
+  const known = Cause.hasFails(cause) && typeof (error as { message?: unknown }).message === "string"
+  return Console.error(known ? `plinth: ${(error as { message: string }).message}` : `plinth: unexpected failure\n${Cause.pretty(cause)}`)
+}
+
+if (import.meta.main) {
+  plinth.pipe(
+    Command.run({ version: "0.1.0" }),
+    Effect.provide(Base),
+    Effect.tapCause(reportFailure),
+    Effect.provide(NodeServices.layer),
+    NodeRuntime.runMain({
+      disableErrorReporting: true,
+      // A signal is the normal way to stop a server: that is a clean exit.
+      teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
+    })
+  )
+}

@@ -1,0 +1,152 @@
+/**
+ * The HTTP face of failure, in one place: the two body shapes of spec §7, the database-code →
+ * status table, production scrubbing, and the error classes that routes fail with.
+ *
+ * Every error class here is `Respondable`, so whichever route raises it (an HttpApi endpoint or a
+ * plain router route), the same response goes out.
+ */
+import { Effect, Schema } from "effect"
+import { HttpServerRespondable, HttpServerResponse } from "effect/http"
+
+// ---------------------------------------------------------------------------------------------
+// Shape 1: { error: string }
+
+/** The plain body: pre-query validation, auth endpoints, chat pre-stream errors. */
+export const PlainErrorBody = Schema.Struct({ error: Schema.String })
+
+const plainResponse = (status: number, error: string, headers?: Record<string, string>) =>
+  HttpServerResponse.jsonUnsafe({ error }, { status, ...(headers ? { headers } : {}) })
+
+const PlainFields = { error: Schema.String }
+
+export class BadRequest extends Schema.Error<BadRequest>("BadRequest")(PlainFields, { httpApiStatus: 400 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(400, this.error)) }
+}
+export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(PlainFields, { httpApiStatus: 401 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(401, this.error)) }
+}
+export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(PlainFields, { httpApiStatus: 403 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(403, this.error)) }
+}
+export class NotFound extends Schema.Error<NotFound>("NotFound")(PlainFields, { httpApiStatus: 404 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(404, this.error)) }
+}
+export class Conflict extends Schema.Error<Conflict>("Conflict")(PlainFields, { httpApiStatus: 409 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(409, this.error)) }
+}
+export class Unavailable extends Schema.Error<Unavailable>("Unavailable")(PlainFields, { httpApiStatus: 503 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(503, this.error)) }
+}
+
+export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyRequests")({
+  error: Schema.String,
+  retryAfterSeconds: Schema.Int
+}, { httpApiStatus: 429 }) {
+  [HttpServerRespondable.symbol]() {
+    return Effect.succeed(plainResponse(429, this.error, { "retry-after": String(this.retryAfterSeconds) }))
+  }
+}
+
+/** The reason phrase used when a response left the platform with an error status and no body. */
+const statusMessages: Record<number, string> = {
+  400: "bad request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not found",
+  405: "method not allowed",
+  408: "request timeout",
+  409: "conflict",
+  413: "request body too large",
+  415: "unsupported media type",
+  429: "too many requests",
+  431: "request headers too large",
+  499: "client closed request",
+  500: "internal server error",
+  502: "bad gateway",
+  503: "service unavailable"
+}
+export const statusMessage = (status: number): string => statusMessages[status] ?? "error"
+
+/** Gives a bodiless error response the plain `{ error }` body, so no client ever sees an empty 4xx/5xx. */
+export const withErrorBody = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
+  response.status >= 400 && response.body._tag === "Empty"
+    ? HttpServerResponse.jsonUnsafe({ error: statusMessage(response.status) }, {
+      status: response.status,
+      headers: response.headers
+    })
+    : response
+
+// ---------------------------------------------------------------------------------------------
+// Shape 2: { error: { message, code, detail, hint, position } }
+
+/** What PostgreSQL said, as the driver hands it over (all optional but the message). */
+export interface DatabaseErrorFields {
+  readonly message: string
+  readonly code?: string | undefined
+  readonly detail?: string | undefined
+  readonly hint?: string | undefined
+  readonly position?: string | number | undefined
+}
+
+export const DatabaseErrorBody = Schema.Struct({
+  error: Schema.Struct({
+    message: Schema.String,
+    code: Schema.String,
+    detail: Schema.NullOr(Schema.String),
+    hint: Schema.NullOr(Schema.String),
+    position: Schema.NullOr(Schema.Int)
+  })
+})
+export type DatabaseErrorBody = typeof DatabaseErrorBody.Type
+
+/** Spec §7: the HTTP status of a SQLSTATE. */
+export const statusForSqlState = (code: string): number => {
+  if (code === "42501") return 403
+  const sqlClass = code.slice(0, 2)
+  switch (sqlClass) {
+    case "28":
+      return 403
+    case "23":
+    case "40":
+      return 409
+    case "42":
+      return 400
+    case "08":
+    case "53":
+    case "57":
+      return 503
+    default:
+      return 400
+  }
+}
+
+/**
+ * Production scrubbing: literal values in `detail`/`hint` are hidden. `Key (email)=(a@b.c)` keeps
+ * the column list and loses the value; `Failing row contains (...)` loses the row.
+ */
+export const scrub = (text: string): string =>
+  text
+    .replace(/(Key \([^)]*\)=\()(.*)(\))/g, "$1***$3")
+    .replace(/(Failing row contains \().*(\))/gs, "$1***$2")
+
+const nullable = (value: string | undefined): string | null => (value === undefined || value === "" ? null : value)
+
+export const databaseErrorBody = (fields: DatabaseErrorFields, options: { readonly production: boolean }): DatabaseErrorBody => {
+  const detail = nullable(fields.detail)
+  const hint = nullable(fields.hint)
+  const position = fields.position === undefined ? null : Number(fields.position)
+  return {
+    error: {
+      message: fields.message,
+      code: fields.code ?? "XX000",
+      detail: detail !== null && options.production ? scrub(detail) : detail,
+      hint: hint !== null && options.production ? scrub(hint) : hint,
+      position: position !== null && Number.isInteger(position) ? position : null
+    }
+  }
+}
+
+export const databaseErrorResponse = (fields: DatabaseErrorFields, options: { readonly production: boolean }) =>
+  HttpServerResponse.jsonUnsafe(databaseErrorBody(fields, options), {
+    status: statusForSqlState(fields.code ?? "XX000")
+  })

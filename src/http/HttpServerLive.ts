@@ -1,0 +1,96 @@
+/**
+ * How both services are served: body limit, one log line per request, request ids, JSON bodies
+ * on every error response, a JSON 404, and a one-line error when the port is taken.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { ByteSize, Context, Effect, Exit, Layer, Schema } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import { withErrorBody } from "./Errors.ts"
+
+export const MAX_BODY_SIZE = ByteSize.mebibytes(1)
+/** Open SSE streams would otherwise hold shutdown for 20 s (DESIGN.md). */
+const GRACEFUL_SHUTDOWN_TIMEOUT = "3 seconds"
+
+export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", { message: Schema.String }) {}
+
+/** The id of the request being handled: the caller's `x-request-id` when sane, else a fresh UUID. */
+export const RequestId = Context.Reference<string>("plinth/RequestId", { defaultValue: () => "" })
+const SaneRequestId = /^[A-Za-z0-9._-]{1,64}$/
+
+/** Outermost: sees the response as sent, so its log line has the final status. */
+const logRequests = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const given = request.headers["x-request-id"]
+    const id = given !== undefined && SaneRequestId.test(given) ? given : randomUUID()
+    const started = performance.now()
+    const exit = yield* Effect.exit(Effect.provideService(app, RequestId, id))
+    const status = Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status
+    // The path only: a query string may carry a token (GET /events?token=...).
+    const path = request.url.split("?")[0] ?? "/"
+    const duration = `${(performance.now() - started).toFixed(1)}ms`
+    yield* Effect.logInfo(`${request.method} ${path} ${status} ${duration}`).pipe(
+      Effect.annotateLogs({ method: request.method, path, status, duration, requestId: id })
+    )
+    return yield* exit
+  })
+
+/** Inside the router: every failure becomes its response, and no error response leaves without a body. */
+const ErrorBodies = HttpRouter.middleware((app) => {
+  const finish = (response: HttpServerResponse.HttpServerResponse) =>
+    Effect.gen(function*() {
+      return HttpServerResponse.setHeader(withErrorBody(response), "x-request-id", yield* RequestId)
+    })
+  const handled = Effect.matchCauseEffect(app, {
+    onSuccess: finish,
+    onFailure: (cause) =>
+      Effect.flatMap(HttpServerError.causeResponse(cause), ([response, remaining]) =>
+        Effect.andThen(
+          response.status >= 500 && response.status !== 503 ? Effect.logError("request failed", remaining) : Effect.void,
+          finish(response)
+        ))
+  })
+  // The router's type insists that middleware pass errors on; this one answers them all instead.
+  return handled as Effect.Effect<HttpServerResponse.HttpServerResponse> as typeof app
+}, { global: true })
+
+const NotFoundRoute = HttpRouter.add("*", "*", Effect.succeed(HttpServerResponse.jsonUnsafe({ error: "not found" }, { status: 404 })))
+
+export interface ListenOptions {
+  readonly host: string
+  readonly port: number
+  /** Named in errors and the start-up line: `main` or `chat`. */
+  readonly name: string
+}
+
+/** Serves `routes` on `host:port` until the scope closes; exposes the server (its bound address). */
+export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: ListenOptions) =>
+  HttpRouter.serve(Layer.mergeAll(routes, NotFoundRoute, ErrorBodies), {
+    disableLogger: true,
+    disableListenLog: true,
+    middleware: logRequests
+  }).pipe(
+    Layer.provide(Layer.succeed(HttpServerRequest.MaxBodySize, MAX_BODY_SIZE)),
+    Layer.provideMerge(listen(options))
+  )
+
+/** Node's HTTP server, with a listen failure turned into one line that names the setting to change. */
+const listen = (options: ListenOptions) =>
+  Layer.effectContext(
+    Layer.build(NodeHttpServer.layer(createServer, {
+      host: options.host,
+      port: options.port,
+      gracefulShutdownTimeout: GRACEFUL_SHUTDOWN_TIMEOUT
+    })).pipe(Effect.mapError((error) => new ListenError({ message: listenFailure(error.cause, options) })))
+  )
+
+const listenFailure = (cause: unknown, options: ListenOptions): string => {
+  const code = (cause as { code?: string } | undefined)?.code
+  const variable = options.name === "chat" ? "CHAT_PORT" : "PORT"
+  if (code === "EADDRINUSE") return `${options.name} service: port ${options.port} is already in use (set ${variable})`
+  if (code === "EACCES") return `${options.name} service: no permission to listen on port ${options.port} (set ${variable})`
+  if (code === "EADDRNOTAVAIL") return `${options.name} service: cannot listen on ${options.host} (set HOST)`
+  return `${options.name} service: cannot listen on ${options.host}:${options.port}: ${code ?? String(cause)}`
+}

@@ -1,0 +1,13 @@
+/** The main service's routes: the HttpApi handlers and `/openapi.json`. */
+import { Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { MainApi } from "./MainApi.ts"
+import { health, ready } from "./SystemRoutes.ts"
+import { ValidationErrorsLive } from "./Validation.ts"
+
+const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
+
+export const MainRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide(SystemHandlers),
+  Layer.provide(ValidationErrorsLive)
+)

@@ -1,0 +1,31 @@
+/**
+ * Request-decoding failures of HttpApi endpoints as `400 { "error": "<what is wrong>" }`,
+ * never the framework's empty 400.
+ */
+import { Effect, Schema, SchemaIssue } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** `password: Expected a value with a length between 8 and 128; role: ...` */
+export const issuesLine = (error: Schema.SchemaError): string =>
+  formatIssues(error.issue).issues
+    .map((issue) => `${(issue.path ?? []).join(".") || "body"}: ${issue.message}`)
+    .join("; ")
+
+const ValidationErrorBody = Schema.Struct({ error: Schema.String }).pipe(HttpApiSchema.status(400))
+
+export class ValidationErrors extends HttpApiMiddleware.Service<ValidationErrors>()("plinth/ValidationErrors", {
+  error: ValidationErrorBody
+}) {}
+
+const kindLabel = { Params: "path", Headers: "headers", Query: "query", Payload: "body", Body: "body", ResponseHeaders: "headers" } as const
+
+export const ValidationErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(ValidationErrors, (error) =>
+  Effect.succeed(
+    error.kind === "Body" || error.kind === "ResponseHeaders"
+      // Our own response failed its schema: a bug, not the caller's fault.
+      ? HttpServerResponse.jsonUnsafe({ error: "internal server error" }, { status: 500 })
+      : HttpServerResponse.jsonUnsafe({ error: `invalid ${kindLabel[error.kind]}: ${issuesLine(error.cause)}` }, { status: 400 })
+  ))

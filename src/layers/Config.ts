@@ -1,0 +1,109 @@
+/**
+ * Plinth's configuration: every environment variable of DESIGN.md, read once through Effect `Config`
+ * with its default. An invalid value becomes one line naming the variable and what was expected.
+ */
+import { Config, Context, Duration, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
+
+const Environment = Schema.Literals(["development", "production", "test"])
+
+/** `24h`, `15m`, `30s`, `7d`, or Effect's own `"24 hours"`. */
+const TtlPattern = /^(\d+)\s*(s|m|h|d)$/
+const ttlUnits = { s: "seconds", m: "minutes", h: "hours", d: "days" } as const
+export const parseTtl = (text: string): Option.Option<Duration.Duration> => {
+  const short = TtlPattern.exec(text.trim())
+  if (short) {
+    const amount = Number(short[1])
+    return amount > 0 ? Option.some(Duration.fromInputUnsafe(`${amount} ${ttlUnits[short[2] as keyof typeof ttlUnits]}`)) : Option.none()
+  }
+  return Duration.fromInput(text as Duration.Input).pipe(Option.filter(Duration.isGreaterThan(Duration.zero)))
+}
+
+const Ttl = Schema.String.pipe(
+  Schema.decodeTo(
+    Schema.Duration,
+    SchemaTransformation.transformEffect({
+      decode: (text: string) =>
+        Option.match(parseTtl(text), {
+          onNone: () =>
+            Effect.fail(new SchemaIssue.InvalidValue({ message: "Expected a positive duration such as 24h, 15m, 30s or 7d" })),
+          onSome: Effect.succeed
+        }),
+      encode: (duration: Duration.Duration) => Effect.succeed(`${Duration.toSeconds(duration)}s`)
+    })
+  )
+)
+
+const optionalSecret = (name: string) => Config.option(Config.Redacted(name))
+const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
+
+export const ConfigValues = Config.all({
+  nodeEnv: Config.schema(Environment, "NODE_ENV").pipe(Config.withDefault("development" as const)),
+  host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.Port("PORT").pipe(Config.withDefault(3000)),
+  chatPort: Config.Port("CHAT_PORT").pipe(Config.withDefault(3001)),
+  databaseUrl: optionalSecret("DATABASE_URL"),
+  chatDatabaseUrl: optionalSecret("CHAT_DATABASE_URL"),
+  adminDatabaseUrl: optionalSecret("DATABASE_ADMIN_URL"),
+  dataDir: Config.NonEmptyString("PLINTH_DATA_DIR").pipe(Config.withDefault(".plinth")),
+  pgPort: Config.Port("PLINTH_PG_PORT").pipe(Config.withDefault(54329)),
+  jwtSecret: optionalSecret("JWT_SECRET"),
+  jwtTtl: Config.schema(Ttl, "JWT_TTL").pipe(Config.withDefault(Duration.hours(24))),
+  appUrl: Config.URL("APP_URL").pipe(Config.withDefault(new URL("http://localhost:5173"))),
+  mailApiKey: optionalSecret("MAIL_API_KEY"),
+  mailDomain: optionalString("MAIL_DOMAIN"),
+  mailFrom: optionalString("MAIL_FROM"),
+  mailApiUrl: Config.URL("MAIL_API_URL").pipe(Config.withDefault(new URL("https://api.mailgun.net"))),
+  challengeSecret: optionalSecret("CHALLENGE_SECRET"),
+  challengeVerifyUrl: Config.URL("CHALLENGE_VERIFY_URL").pipe(
+    Config.withDefault(new URL("https://challenges.cloudflare.com/turnstile/v0/siteverify"))
+  ),
+  clientIpHeader: Config.String("CLIENT_IP_HEADER").pipe(Config.withDefault("cf-connecting-ip")),
+  multiTenant: Config.Boolean("MULTI_TENANT").pipe(Config.withDefault(false)),
+  tenantDatabaseUrl: optionalSecret("TENANT_DATABASE_URL"),
+  tenantChatDatabaseUrl: optionalSecret("TENANT_CHAT_DATABASE_URL"),
+  tenantAdminDatabaseUrl: optionalSecret("TENANT_ADMIN_DATABASE_URL"),
+  anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),
+  anthropicBaseUrl: Config.option(Config.URL("ANTHROPIC_BASE_URL")),
+  anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-5")),
+  logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as LogLevel.LogLevel))
+})
+
+export interface ConfigShape extends Config.Success<typeof ConfigValues> {
+  readonly isProduction: boolean
+}
+
+/** A configuration that cannot be used; `message` is one line for the operator. */
+export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
+  message: Schema.String
+}) {}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+const configErrorLine = (error: Config.ConfigError): string =>
+  Schema.isSchemaError(error.cause)
+    ? formatIssues(error.cause.issue).issues
+      .map((issue) => `${(issue.path ?? []).join(".")}: ${issue.message}`).join("; ")
+    : error.message.replace(/\s*\n\s*/g, " ")
+
+/** Rules that span several variables, checked once the values parse. */
+const checkCombinations = (values: Config.Success<typeof ConfigValues>): Option.Option<string> => {
+  if (values.nodeEnv !== "production") return Option.none()
+  if (Option.isNone(values.jwtSecret)) return Option.some("JWT_SECRET: required when NODE_ENV=production")
+  if (Buffer.byteLength(Redacted.value(values.jwtSecret.value)) < 32) {
+    return Option.some("JWT_SECRET: Expected at least 32 bytes")
+  }
+  return Option.none()
+}
+
+export const loadConfig: Effect.Effect<ConfigShape, InvalidConfig> = ConfigValues.pipe(
+  Effect.mapError((error) => new InvalidConfig({ message: `invalid configuration: ${configErrorLine(error)}` })),
+  Effect.flatMap((values) =>
+    Option.match(checkCombinations(values), {
+      onNone: () => Effect.succeed({ ...values, isProduction: values.nodeEnv === "production" }),
+      onSome: (line) => Effect.fail(new InvalidConfig({ message: `invalid configuration: ${line}` }))
+    })
+  )
+)
+
+export class PlinthConfig extends Context.Service<PlinthConfig, ConfigShape>()("plinth/Config") {
+  static readonly layer = Layer.effect(PlinthConfig, loadConfig)
+}

