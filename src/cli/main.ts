@@ -11,7 +11,10 @@ import { DatabaseUrls, migrateDatabase, requireUrl } from "../layers/Database.ts
 import { LoggingLive } from "../layers/Logging.ts"
 import { ChatService, MainService } from "../layers/Services.ts"
 
-/** Configuration, logging and the database location: what every command stands on. */
+/**
+ * Configuration, logging and the database location: what every command stands on. Provided per
+ * command, so that `--help` starts nothing.
+ */
 const Base = DatabaseUrls.layer.pipe(Layer.provideMerge(LoggingLive), Layer.provideMerge(PlinthConfig.layer))
 
 const applyMigrations = Effect.gen(function*() {
@@ -36,17 +39,17 @@ const runServices = (services: ReadonlyArray<"main" | "chat">) =>
     return yield* Effect.never
   }))
 
-const start = Command.make("start", {}, () => runServices(["main", "chat"])).pipe(
+const start = Command.make("start", {}, () => runServices(["main", "chat"]).pipe(Effect.provide(Base))).pipe(
   Command.withDescription("Run both services (on the embedded PostgreSQL unless DATABASE_URL is set)")
 )
 
 const serve = Command.make("serve", {
   service: Argument.Literals("service", ["main", "chat"]).pipe(Argument.withDescription("main or chat"))
-}, ({ service }) => runServices([service])).pipe(
+}, ({ service }) => runServices([service]).pipe(Effect.provide(Base))).pipe(
   Command.withDescription("Run one service (production shape: one process per service)")
 )
 
-const migrate = Command.make("migrate", {}, () => applyMigrations).pipe(
+const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.provide(Base))).pipe(
   Command.withDescription("Apply pending migrations with DATABASE_ADMIN_URL (or the embedded database)")
 )
 
@@ -66,7 +69,6 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
 if (import.meta.main) {
   plinth.pipe(
     Command.run({ version: "0.1.0" }),
-    Effect.provide(Base),
     Effect.tapCause(reportFailure),
     Effect.provide(NodeServices.layer),
     NodeRuntime.runMain({

@@ -126,8 +126,16 @@ export const statusForSqlState = (code: string): number => {
  */
 export const scrub = (text: string): string =>
   text
-    .replace(/(Key \([^)]*\)=\()(.*)(\))/g, "$1***$3")
+    .replace(KEY_VALUES, ")=(***)")
     .replace(/(Failing row contains \().*(\))/gs, "$1***$2")
+
+/**
+ * The `=(values)` of PostgreSQL's key details ("Key (cols)=(values) already exists.", "... is not
+ * present in table", "... is still referenced from", "... conflicts with existing key (cols)=(values).").
+ * The value ends where such a phrase (or the sentence) begins, so parentheses inside it
+ * or inside the column list do not cut it short.
+ */
+const KEY_VALUES = /\)=\((.*?)\)(?= already exists| is | conflicts with|\.?\s*$)/gs
 
 const nullable = (value: string | undefined): string | null => (value === undefined || value === "" ? null : value)
 

@@ -33,6 +33,19 @@ const Ttl = Schema.String.pipe(
   )
 )
 
+const LogLevels = Schema.Literals(["All", "Fatal", "Error", "Warn", "Info", "Debug", "Trace", "None"])
+/** `info`, `INFO` and `Info` alike: operators write levels in every case. */
+const LogLevelName = Schema.String.pipe(
+  Schema.decodeTo(
+    Schema.String,
+    SchemaTransformation.transform({
+      decode: (text: string) => text.charAt(0).toUpperCase() + text.slice(1).toLowerCase(),
+      encode: (level: string) => level
+    })
+  ),
+  Schema.decodeTo(LogLevels, SchemaTransformation.passthroughSupertype())
+)
+
 const optionalSecret = (name: string) => Config.option(Config.Redacted(name))
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 
@@ -65,7 +78,7 @@ export const ConfigValues = Config.all({
   anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),
   anthropicBaseUrl: Config.option(Config.URL("ANTHROPIC_BASE_URL")),
   anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-5")),
-  logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as LogLevel.LogLevel))
+  logLevel: Config.schema(LogLevelName, "LOG_LEVEL").pipe(Config.withDefault<LogLevel.LogLevel>("Info"))
 })
 
 export interface ConfigShape extends Config.Success<typeof ConfigValues> {

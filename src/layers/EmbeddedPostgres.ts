@@ -109,6 +109,25 @@ const explainStartFailure = (output: string, port: number, pgData: string): stri
   return lastLine(output)
 }
 
+/**
+ * Every folder above the data directory must let the postgres user pass (x bit); we change only
+ * our own folder, and name the one an operator must open.
+ */
+const checkReachable = (folder: string, user: { readonly uid: number; readonly gid: number }): Effect.Effect<void, EmbeddedPostgresError> =>
+  Effect.gen(function*() {
+    const stat = yield* Effect.tryPromise({ try: () => fs.stat(folder), catch: fsError(`cannot read ${folder}`) })
+    const passable = (stat.mode & 0o001) !== 0 ||
+      (stat.uid === user.uid && (stat.mode & 0o100) !== 0) ||
+      (stat.gid === user.gid && (stat.mode & 0o010) !== 0)
+    if (!passable) {
+      return yield* new EmbeddedPostgresError({
+        message: `the postgres OS user cannot enter ${folder}; allow it (chmod o+x ${folder}) or set PLINTH_DATA_DIR elsewhere`
+      })
+    }
+    const above = path.dirname(folder)
+    if (above !== folder) yield* checkReachable(above, user)
+  })
+
 const initialise = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: RunAs, onLog: (line: string) => void) =>
   Effect.gen(function*() {
     const parent = path.dirname(options.pgData)
@@ -119,6 +138,7 @@ const initialise = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs:
       // The postgres user must be able to traverse the parent to reach its data directory.
       const mode = (yield* Effect.tryPromise({ try: () => fs.stat(parent), catch: fsError(`cannot read ${parent}`) })).mode
       yield* Effect.tryPromise({ try: () => fs.chmod(parent, (mode & 0o7777) | 0o711), catch: fsError(`cannot open ${parent}`) })
+      yield* checkReachable(path.dirname(parent), { uid, gid })
     }
     const pwFile = path.join(parent, `.pwfile-${randomBytes(6).toString("hex")}`)
     yield* Effect.acquireUseRelease(

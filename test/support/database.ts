@@ -57,3 +57,9 @@ export const createTestDatabase = async (options: { readonly migrated?: boolean 
 /** Runs `effect` with a SqlClient connected to `url`. */
 export const runSql = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
   Effect.runPromise(withDatabase(url, effect))
+
+/** Runs `run` with a SqlClient connected to `url`: `query(url, (sql) => sql\`SELECT 1\`)`. */
+export const query = <A, E>(url: string, run: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
+  runSql(url, Effect.gen(function*() {
+    return yield* run(yield* SqlClient.SqlClient)
+  }))
