@@ -6,8 +6,10 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { Argument, Command } from "effect/cli"
-import { PlinthConfig } from "../layers/Config.ts"
-import { DatabaseUrls, migrateDatabase, requireUrl } from "../layers/Database.ts"
+import { SqlClient } from "effect/sql"
+import { magicLinkUrl } from "../services/Mailer.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { DatabaseUrls, migrateDatabase, requireUrl, withDatabase } from "../layers/Database.ts"
 import { LoggingLive } from "../layers/Logging.ts"
 import { ChatService, MainService } from "../layers/Services.ts"
 
@@ -36,6 +38,7 @@ const runServices = (services: ReadonlyArray<"main" | "chat">) =>
     const base = (port: number) => `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`
     if (services.includes("main")) yield* Console.log(`Plinth main service: ${base(config.port)}`)
     if (services.includes("chat")) yield* Console.log(`Plinth chat service: ${base(config.chatPort)}`)
+    if (urls.embedded) yield* Console.log("Invite the first owner: npm run plinth -- invite you@example.com owner")
     return yield* Effect.never
   }))
 
@@ -49,13 +52,31 @@ const serve = Command.make("serve", {
   Command.withDescription("Run one service (production shape: one process per service)")
 )
 
+const invite = Command.make("invite", {
+  email: Argument.String("email").pipe(Argument.withDescription("the new user's email address")),
+  role: Argument.Literals("role", ["owner", "admin", "staff", "member"]).pipe(Argument.withDescription("owner, admin, staff or member"))
+}, ({ email, role }) =>
+  Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    // As a database administrator: no app role is set, which is what lets the first owner in.
+    const token = yield* withDatabase(yield* requireUrl("admin"), Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`
+      return row!.token
+    }))
+    yield* Console.log(`Invited ${email} as ${role}. Sign-in link (valid 15 minutes, single use):`)
+    yield* Console.log(magicLinkUrl(config.appUrl, token))
+  }).pipe(Effect.provide(Base))).pipe(
+  Command.withDescription("Invite a user as a database administrator (how the first owner gets in) and print the sign-in link")
+)
+
 const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.provide(Base))).pipe(
   Command.withDescription("Apply pending migrations with DATABASE_ADMIN_URL (or the embedded database)")
 )
 
 export const plinth = Command.make("plinth").pipe(
   Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
-  Command.withSubcommands([start, serve, migrate])
+  Command.withSubcommands([start, serve, migrate, invite])
 )
 
 /** Failures that reach the top are one line for the operator; anything else is a bug and shows its trace. */

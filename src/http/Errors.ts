@@ -7,6 +7,8 @@
  */
 import { Effect, Schema } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
+import { SqlError } from "effect/sql"
+import { type DatabaseErrorFields, sqlState } from "../services/DatabaseError.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shape 1: { error: string }
@@ -34,6 +36,9 @@ export class NotFound extends Schema.Error<NotFound>("NotFound")(PlainFields, { 
 export class Conflict extends Schema.Error<Conflict>("Conflict")(PlainFields, { httpApiStatus: 409 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(409, this.error)) }
 }
+export class BadGateway extends Schema.Error<BadGateway>("BadGateway")(PlainFields, { httpApiStatus: 502 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(502, this.error)) }
+}
 export class Unavailable extends Schema.Error<Unavailable>("Unavailable")(PlainFields, { httpApiStatus: 503 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(503, this.error)) }
 }
@@ -46,6 +51,16 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
     return Effect.succeed(plainResponse(429, this.error, { "retry-after": String(this.retryAfterSeconds) }))
   }
 }
+
+/**
+ * For routes whose only database failures are the server's problem: a connection, resource or
+ * shutdown class (08, 53, 57) is a 503; anything else is a bug and becomes a logged 500.
+ */
+export const databaseUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+  Effect.catchIf(effect, SqlError.isSqlError, (error) =>
+    statusForSqlState(sqlState(error) ?? "08000") === 503
+      ? Effect.fail(new Unavailable({ error: "database unavailable" }))
+      : Effect.die(error))
 
 /** The reason phrase used when a response left the platform with an error status and no body. */
 const statusMessages: Record<number, string> = {
@@ -78,15 +93,6 @@ export const withErrorBody = (response: HttpServerResponse.HttpServerResponse): 
 
 // ---------------------------------------------------------------------------------------------
 // Shape 2: { error: { message, code, detail, hint, position } }
-
-/** What PostgreSQL said, as the driver hands it over (all optional but the message). */
-export interface DatabaseErrorFields {
-  readonly message: string
-  readonly code?: string | undefined
-  readonly detail?: string | undefined
-  readonly hint?: string | undefined
-  readonly position?: string | number | undefined
-}
 
 export const DatabaseErrorBody = Schema.Struct({
   error: Schema.Struct({

@@ -1,6 +1,8 @@
 /** The main service's routes: the HttpApi handlers and `/openapi.json`. */
 import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { AuthenticationLive } from "./Authentication.ts"
+import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
 import { MainApi } from "./MainApi.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
@@ -8,6 +10,6 @@ import { ValidationErrorsLive } from "./Validation.ts"
 const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
 export const MainRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide(SystemHandlers),
-  Layer.provide(ValidationErrorsLive)
+  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers]),
+  Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )

@@ -4,7 +4,8 @@
  */
 import { Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
+import { HttpApiMiddleware } from "effect/http-api"
+import { BadRequest } from "./Errors.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -14,10 +15,10 @@ export const issuesLine = (error: Schema.SchemaError): string =>
     .map((issue) => `${(issue.path ?? []).join(".") || "body"}: ${issue.message}`)
     .join("; ")
 
-const ValidationErrorBody = Schema.Struct({ error: Schema.String }).pipe(HttpApiSchema.status(400))
-
+// A class, not a plain struct: a struct would match (and answer as 400) any undeclared error
+// that happens to have an `error` string.
 export class ValidationErrors extends HttpApiMiddleware.Service<ValidationErrors>()("plinth/ValidationErrors", {
-  error: ValidationErrorBody
+  error: BadRequest
 }) {}
 
 const kindLabel = { Params: "path", Headers: "headers", Query: "query", Payload: "body", Body: "body", ResponseHeaders: "headers" } as const

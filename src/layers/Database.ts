@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { migrate, readMigrations } from "../services/Migrator.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
-import { InvalidConfig, PlinthConfig } from "./Config.ts"
+import { InvalidConfig, PlinthConfig } from "../services/PlinthConfig.ts"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
 import { loadLocalSecrets } from "./LocalSecrets.ts"
 

@@ -6,7 +6,7 @@
  * module installs process-wide signal handlers that call `process.exit`, which would cut Effect's
  * graceful shutdown short.
  */
-import { Effect, Schema, type Scope } from "effect"
+import { Effect, Option, Schema, type Scope } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -212,6 +212,25 @@ const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: Run
   })
 
 /**
+ * The port of a live server on this data directory, from its `postmaster.pid` (line 1 the pid,
+ * line 4 the port). A file left by a crashed server names a dead pid and is ignored.
+ */
+const runningServerPort = (pgData: string) =>
+  Effect.promise(() => fs.readFile(path.join(pgData, "postmaster.pid"), "utf8").catch(() => "")).pipe(
+    Effect.map((text): Option.Option<number> => {
+      const [pid, , , port] = text.split("\n").map((line) => Number(line.trim()))
+      if (pid === undefined || port === undefined || !Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return Option.none()
+      try {
+        process.kill(pid, 0)
+        return Option.some(port)
+      } catch (error) {
+        // EPERM: it exists but belongs to another user (the postgres OS user when we are not root).
+        return (error as { code?: string }).code === "EPERM" ? Option.some(port) : Option.none()
+      }
+    })
+  )
+
+/**
  * Starts PostgreSQL (initialising the cluster on first use) and stops it when the scope closes.
  */
 export const startEmbeddedPostgres = (
@@ -221,13 +240,17 @@ export const startEmbeddedPostgres = (
     const onLog = options.onLog ?? (() => undefined)
     const binaries = yield* loadBinaries
     const runAs = yield* runAsUser
+    const password = encodeURIComponent(options.superuserPassword)
+    const handle = (port: number): EmbeddedPostgres => ({
+      port,
+      adminUrl: (database = "postgres") => `postgres://postgres:${password}@127.0.0.1:${port}/${database}`
+    })
+    // `plinth invite` and `plinth migrate` while `plinth start` runs: use that server, leave it running.
+    const running = yield* runningServerPort(options.pgData)
+    if (Option.isSome(running)) return handle(running.value)
     if (!(yield* exists(path.join(options.pgData, "PG_VERSION")))) {
       yield* initialise(binaries, options, runAs, onLog)
     }
     yield* Effect.acquireRelease(launch(binaries, options, runAs, onLog), stop)
-    const password = encodeURIComponent(options.superuserPassword)
-    return {
-      port: options.port,
-      adminUrl: (database = "postgres") => `postgres://postgres:${password}@127.0.0.1:${options.port}/${database}`
-    }
+    return handle(options.port)
   }).pipe(Effect.withSpan("EmbeddedPostgres.start"))

@@ -5,7 +5,7 @@
  */
 import { Cause, Effect, Layer, Logger, References } from "effect"
 import { inspect } from "node:util"
-import { PlinthConfig } from "./Config.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
 
 const text = (message: unknown): string =>
   (Array.isArray(message) ? message : [message]).map((part) => (typeof part === "string" ? part : inspect(part))).join(" ")

@@ -7,16 +7,23 @@ import { Effect, Layer, Redacted } from "effect"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
-import { PlinthConfig } from "./Config.ts"
+import { RateLimiter } from "../actors/RateLimiter.ts"
+import { Challenge } from "../services/Challenge.ts"
+import { Mailer } from "../services/Mailer.ts"
+import { AccessTokensLive } from "./AccessTokensLive.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { requireUrl } from "./Database.ts"
 
 const POOL_SIZE = 20
 
 const pool = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth" })
 
+/** What the main service's handlers stand on, besides its database pool. */
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiter.layer, Challenge.layer, Mailer.layer)
+
 /** The main service, connected as `authenticator`. */
 export const mainService = (listen: ListenOptions, databaseUrl: string) =>
-  serveHttp(MainRoutes, listen).pipe(Layer.provide(pool(databaseUrl)))
+  serveHttp(MainRoutes, listen).pipe(Layer.provide(MainDependencies), Layer.provide(pool(databaseUrl)))
 
 /** The chat service, connected as `chat_authenticator`. */
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>

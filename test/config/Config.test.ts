@@ -1,7 +1,7 @@
 /** Every variable of DESIGN.md's table: its default, and one clear line for a bad value. */
 import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { loadConfig, parseTtl } from "../../src/layers/Config.ts"
+import { loadConfig, parseTtl } from "../../src/services/PlinthConfig.ts"
 
 const load = (env: Record<string, string>) =>
   Effect.runPromise(Effect.result(loadConfig.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))))

@@ -4,7 +4,7 @@
  */
 import { ConfigProvider, Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import { HttpServer } from "effect/http"
-import { PlinthConfig } from "../../src/layers/Config.ts"
+import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { chatService, mainService } from "../../src/layers/Services.ts"
 
 export interface RunningService {
@@ -30,8 +30,11 @@ export const captureLogs = (into: Array<LogEntry>) =>
     })
   })])
 
+/** Signs the tokens of in-process test services (tests forge tokens with it too). */
+export const TEST_JWT_SECRET = "plinth-test-secret-0123456789abcdef0123456789"
+
 export const testEnv = (env: Record<string, string> = {}) =>
-  ConfigProvider.layer(ConfigProvider.fromEnv({ env: { NODE_ENV: "test", ...env } }))
+  ConfigProvider.layer(ConfigProvider.fromEnv({ env: { NODE_ENV: "test", JWT_SECRET: TEST_JWT_SECRET, PLINTH_DATA_DIR: "/nonexistent/plinth-test", ...env } }))
 
 export const startService = async (
   which: "main" | "chat",

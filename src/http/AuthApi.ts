@@ -1,0 +1,57 @@
+/** The authentication endpoints of spec §4.2: definitions only (handlers in AuthRoutes.ts). */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { AppRole } from "../services/AccessTokens.ts"
+import { Authentication } from "./Authentication.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from "./Errors.ts"
+
+/** Bounded like the column that stores it. */
+const Email = Schema.String.pipe(Schema.check(Schema.isMaxLength(320), Schema.isPattern(/^[^@\s]+@[^@\s]+$/)))
+/** Turnstile tokens are at most 2048 characters; optional because no challenge may be configured. */
+const ChallengeToken = Schema.optionalKey(Schema.String.pipe(Schema.check(Schema.isMaxLength(2048))))
+
+export const SignedInUser = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  display_name: Schema.String,
+  role: AppRole,
+  needs_password: Schema.Boolean
+})
+const SignIn = Schema.Struct({ token: Schema.String, user: SignedInUser })
+
+export class AuthApi extends HttpApiGroup.make("auth")
+  .add(HttpApiEndpoint.post("requestMagicLink", "/auth/magic-link", {
+    payload: Schema.Struct({ email: Email, challenge_token: ChallengeToken }),
+    success: Schema.Struct({ sent: Schema.Literal(true) }),
+    // 429 (with Retry-After) is answered by the error itself, so it is not declared here.
+    error: Forbidden
+  }))
+  .add(HttpApiEndpoint.post("verifyMagicLink", "/auth/magic-link/verify", {
+    payload: Schema.Struct({ token: Schema.String.pipe(Schema.check(Schema.isMaxLength(256))) }),
+    success: SignIn,
+    error: Unauthorized
+  }))
+  .add(HttpApiEndpoint.post("login", "/auth/login", {
+    payload: Schema.Struct({
+      email: Schema.String.pipe(Schema.check(Schema.isMaxLength(320))),
+      password: Schema.String.pipe(Schema.check(Schema.isMaxLength(1024))),
+      challenge_token: ChallengeToken
+    }),
+    success: SignIn,
+    error: [Unauthorized, Forbidden, NotFound]
+  }))
+{}
+
+export class AccountApi extends HttpApiGroup.make("account")
+  .add(HttpApiEndpoint.post("setPassword", "/auth/set-password", {
+    payload: Schema.Struct({ password: Schema.String.pipe(Schema.check(Schema.isBetweenLength(8, 128))) }),
+    success: Schema.Struct({ ok: Schema.Literal(true), token: Schema.String }),
+    error: [BadRequest, Conflict]
+  }))
+  .add(HttpApiEndpoint.post("invite", "/admin/invite", {
+    payload: Schema.Struct({ email: Email, role: AppRole }),
+    success: Schema.Struct({ ok: Schema.Literal(true) }),
+    error: [BadRequest, Forbidden, Conflict, BadGateway]
+  }))
+  .middleware(Authentication)
+{}

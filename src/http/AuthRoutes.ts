@@ -1,0 +1,123 @@
+/**
+ * Handlers of spec §4.2: magic links, verification, first password, invitations and the
+ * development-only password login. Every status the spec lists is decided here, from the typed
+ * failures of the services below.
+ */
+import { Effect, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { magicLinkKeys, RateLimiter } from "../actors/RateLimiter.ts"
+import { AccessTokens } from "../services/AccessTokens.ts"
+import { Challenge } from "../services/Challenge.ts"
+import * as Identity from "../services/Identity.ts"
+import { Mailer } from "../services/Mailer.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { CurrentPrincipal, requireRole } from "./Authentication.ts"
+import {
+  BadGateway,
+  BadRequest,
+  Conflict,
+  databaseUnavailable,
+  Forbidden,
+  NotFound,
+  TooManyRequests,
+  Unauthorized
+} from "./Errors.ts"
+import { MainApi } from "./MainApi.ts"
+
+/** The edge proxy's client-address header when present (first hop), else the socket's address. */
+const clientAddress = (request: HttpServerRequest.HttpServerRequest, header: string): string => {
+  const forwarded = request.headers[header.toLowerCase()]?.split(",")[0]?.trim()
+  if (forwarded !== undefined && forwarded !== "" && forwarded.length <= 64) return forwarded
+  return Option.getOrElse(request.remoteAddress, () => "unknown")
+}
+
+const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInUser) {
+  const tokens = yield* AccessTokens
+  const token = yield* tokens.issue({ userId: user.id, role: user.role, email: user.email })
+  return { token, user }
+})
+
+export const AuthHandlers = HttpApiBuilder.group(MainApi, "auth", Effect.fn(function*(handlers) {
+  const config = yield* PlinthConfig
+  const limiter = yield* RateLimiter
+  const challenge = yield* Challenge
+  const mailer = yield* Mailer
+
+  const checkChallenge = (token: string | undefined, address: string) =>
+    challenge.verify(token, address).pipe(Effect.mapError(() => new Forbidden({ error: "challenge verification failed" })))
+
+  return handlers
+    .handle("requestMagicLink", ({ payload, request }) =>
+      Effect.gen(function*() {
+        const address = clientAddress(request, config.clientIpHeader)
+        // Spec §8: rate limits first, the challenge after.
+        yield* limiter.check(magicLinkKeys(payload.email, address)).pipe(
+          Effect.mapError((limited) =>
+            new TooManyRequests({ error: "too many sign-in requests; try again later", retryAfterSeconds: limited.retryAfterSeconds })
+          )
+        )
+        yield* checkChallenge(payload.challenge_token, address)
+        const token = yield* Identity.createMagicLink(payload.email)
+        // The mail goes out after the response, so its duration tells nobody whether the address is known.
+        if (Option.isSome(token)) {
+          yield* Effect.forkDetach(
+            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "sign-in" }).pipe(
+              Effect.catchTag("MailError", (error) => Effect.logWarning(`magic link not delivered: ${error.message}`))
+            )
+          )
+        }
+        return { sent: true as const }
+      }).pipe(databaseUnavailable))
+    .handle("verifyMagicLink", ({ payload }) =>
+      Effect.gen(function*() {
+        const user = yield* Identity.verifyMagicLink(payload.token)
+        if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid or expired token" })
+        return yield* signIn(user.value)
+      }).pipe(databaseUnavailable))
+    .handle("login", ({ payload, request }) =>
+      Effect.gen(function*() {
+        if (config.isProduction) return yield* new NotFound({ error: "not found" })
+        yield* checkChallenge(payload.challenge_token, clientAddress(request, config.clientIpHeader))
+        const user = yield* Identity.login(payload.email, payload.password)
+        if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid email or password" })
+        return yield* signIn(user.value)
+      }).pipe(databaseUnavailable))
+}))
+
+export const AccountHandlers = HttpApiBuilder.group(MainApi, "account", Effect.fn(function*(handlers) {
+  const tokens = yield* AccessTokens
+  const mailer = yield* Mailer
+
+  return handlers
+    .handle("setPassword", ({ payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        yield* Identity.setInitialPassword(principal, payload.password).pipe(
+          Effect.catchTags({
+            PasswordAlreadySet: () => Effect.fail(new Conflict({ error: "password already set" })),
+            InvalidPassword: (error) => Effect.fail(new BadRequest({ error: error.message })),
+            UnknownUser: () => Effect.fail(new Unauthorized({ error: "unknown user" }))
+          })
+        )
+        return { ok: true as const, token: yield* tokens.issue(principal) }
+      }).pipe(databaseUnavailable))
+    .handle("invite", ({ payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* requireRole(["owner", "admin"])
+        const token = yield* Identity.inviteUser(principal, payload.email, payload.role).pipe(
+          Effect.catchTags({
+            InviteRefused: (error) => Effect.fail(new Forbidden({ error: error.message })),
+            InvalidInvite: (error) => Effect.fail(new BadRequest({ error: error.message })),
+            DuplicateEmail: () => Effect.fail(new Conflict({ error: "a user with this email already exists" }))
+          })
+        )
+        // The user exists now whatever happens to the mail: they can still ask for a sign-in link.
+        yield* mailer.sendMagicLink({ to: payload.email, token, kind: "invite" }).pipe(
+          Effect.mapError(() =>
+            new BadGateway({ error: "the user was invited, but the invitation email could not be sent; they can request a sign-in link" })
+          )
+        )
+        return { ok: true as const }
+      }).pipe(databaseUnavailable))
+}))

@@ -1,0 +1,35 @@
+/**
+ * `Authorization: Bearer <jwt>` → the caller (`CurrentPrincipal`), or 401. Roles narrower than
+ * "any signed-in user" are checked by the routes that need them, and again by the database.
+ */
+import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { AccessTokens, type AppRole, type Principal } from "../services/AccessTokens.ts"
+import { Forbidden, Unauthorized } from "./Errors.ts"
+
+export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("plinth/CurrentPrincipal") {}
+
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentPrincipal }>()(
+  "plinth/Authentication",
+  { security: { bearer: HttpApiSecurity.bearer }, error: Unauthorized }
+) {}
+
+export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(function*() {
+  const tokens = yield* AccessTokens
+  return Authentication.of({
+    bearer: (httpEffect, { credential }) =>
+      tokens.verify(Redacted.value(credential)).pipe(
+        Effect.mapError((error) => new Unauthorized({ error: error.reason })),
+        Effect.flatMap((principal) => Effect.provideService(httpEffect, CurrentPrincipal, principal))
+      )
+  })
+}))
+
+/** The caller, if their role is one of `roles`; otherwise 403. */
+export const requireRole = Effect.fn("Authentication.requireRole")(function*(roles: ReadonlyArray<AppRole>) {
+  const principal = yield* CurrentPrincipal
+  if (!roles.includes(principal.role)) {
+    return yield* new Forbidden({ error: `this needs one of the roles ${roles.join(", ")}` })
+  }
+  return principal
+})

@@ -1,0 +1,82 @@
+/**
+ * Access tokens: HS256 JWTs whose claims are exactly `sub, role, email, iat, exp` (spec §2.2;
+ * `tenant` joins them in multi-tenant mode). Verification accepts nothing else: another
+ * algorithm (`none` included), a wrong signature, an expired token (30 s leeway), a role outside
+ * the four, or a missing claim.
+ */
+import { Context, Duration, Effect, Redacted, Schema } from "effect"
+import { errors, jwtVerify, SignJWT } from "jose"
+
+export const AppRole = Schema.Literals(["owner", "admin", "staff", "member"])
+export type AppRole = typeof AppRole.Type
+
+const Uuid = Schema.String.pipe(Schema.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i)))
+
+export const Claims = Schema.Struct({
+  sub: Uuid,
+  role: AppRole,
+  email: Schema.String,
+  iat: Schema.Int,
+  exp: Schema.Int,
+  tenant: Schema.optionalKey(Schema.String)
+})
+export type Claims = typeof Claims.Type
+
+/** Who a token speaks for, as the rest of Plinth sees it. */
+export interface Principal {
+  readonly userId: string
+  readonly role: AppRole
+  readonly email: string
+  readonly tenant?: string
+}
+
+export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
+  reason: Schema.String
+}) {}
+
+const CLOCK_TOLERANCE_SECONDS = 30
+/** Longer is not a token Plinth issued; refusing early bounds the work an attacker can ask for. */
+const MAX_TOKEN_LENGTH = 4096
+
+export class AccessTokens extends Context.Service<AccessTokens, {
+  readonly issue: (principal: Principal) => Effect.Effect<string>
+  readonly verify: (token: string) => Effect.Effect<Principal, InvalidToken>
+}>()("plinth/AccessTokens") {}
+
+const decodeClaims = Schema.decodeUnknownEffect(Claims)
+
+export const makeAccessTokens = (options: { readonly secret: Redacted.Redacted<string>; readonly ttl: Duration.Duration }) => {
+  const key = new TextEncoder().encode(Redacted.value(options.secret))
+  const ttlSeconds = Math.max(1, Math.floor(Duration.toSeconds(options.ttl)))
+
+  const issue = Effect.fn("AccessTokens.issue")(function*(principal: Principal) {
+    const now = Math.floor((yield* Effect.clockWith((clock) => clock.currentTimeMillis)) / 1000)
+    const claims = { role: principal.role, email: principal.email, ...(principal.tenant === undefined ? {} : { tenant: principal.tenant }) }
+    return yield* Effect.promise(() =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+        .setSubject(principal.userId)
+        .setIssuedAt(now)
+        .setExpirationTime(now + ttlSeconds)
+        .sign(key)
+    )
+  })
+
+  const verify = Effect.fn("AccessTokens.verify")(function*(token: string) {
+    if (token.length === 0) return yield* new InvalidToken({ reason: "missing bearer token" })
+    if (token.length > MAX_TOKEN_LENGTH) return yield* new InvalidToken({ reason: "malformed token" })
+    const { payload } = yield* Effect.tryPromise({
+      try: () => jwtVerify(token, key, { algorithms: ["HS256"], clockTolerance: CLOCK_TOLERANCE_SECONDS, requiredClaims: ["sub", "iat", "exp"] }),
+      catch: (cause) => new InvalidToken({ reason: cause instanceof errors.JWTExpired ? "token expired" : "invalid token" })
+    })
+    const claims = yield* decodeClaims(payload).pipe(Effect.mapError(() => new InvalidToken({ reason: "invalid token claims" })))
+    return {
+      userId: claims.sub,
+      role: claims.role,
+      email: claims.email,
+      ...(claims.tenant === undefined ? {} : { tenant: claims.tenant })
+    } satisfies Principal
+  })
+
+  return AccessTokens.of({ issue, verify })
+}

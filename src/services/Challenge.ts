@@ -1,0 +1,186 @@
+/**
+ * The bot check of spec §5.6: a challenge token from the client is verified with a
+ * Turnstile-compatible siteverify endpoint before a sign-in is allowed to proceed.
+ *
+ * Without CHALLENGE_SECRET the check is skipped. A token is accepted at most once: it is remembered
+ * (hashed, in memory, bounded) from the moment its verification starts, so neither a replay nor two
+ * concurrent requests with the same token get through. The secret and the tokens are never logged.
+ */
+import { Cause, Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { createHash } from "node:crypto"
+import { PlinthConfig } from "./PlinthConfig.ts"
+
+export class ChallengeFailed extends Schema.TaggedError<ChallengeFailed>()("ChallengeFailed", {
+  reason: Schema.String
+}) {}
+
+export class Challenge extends Context.Service<Challenge, {
+  /** Passes when no CHALLENGE_SECRET is configured. */
+  readonly verify: (token: string | undefined, remoteIp: string | undefined) => Effect.Effect<void, ChallengeFailed>
+}>()("plinth/Challenge") {
+  static readonly layer: Layer.Layer<Challenge, never, PlinthConfig> = Layer.effect(Challenge, Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    if (Option.isNone(config.challengeSecret)) {
+      if (config.isProduction) yield* Effect.logWarning("CHALLENGE_SECRET not set: the bot check is skipped")
+      return Challenge.of({ verify: () => Effect.void })
+    }
+    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.filterStatusOk)
+    return Challenge.of({
+      verify: makeVerify({
+        client,
+        secret: config.challengeSecret.value,
+        verifyUrl: config.challengeVerifyUrl,
+        failClosed: config.isProduction,
+        replayGuard: makeReplayGuard(REPLAY_TTL_MILLIS, REPLAY_CAPACITY)
+      })
+    })
+  })).pipe(Layer.provide(FetchHttpClient.layer))
+}
+
+/** Turnstile's own limit; anything longer is not a token and is not worth a network call. */
+export const MAX_TOKEN_LENGTH = 2048
+const VERIFY_TIMEOUT = "5 seconds"
+/** Turnstile tokens live 300 s, so a token cannot come back usefully after this. */
+const REPLAY_TTL_MILLIS = 5 * 60 * 1000
+const REPLAY_CAPACITY = 10_000
+
+// ---------------------------------------------------------------------------------------------
+// Replay memory
+
+export interface ReplayGuard {
+  /** Claims `key` until `now + ttl`; false when it is already claimed and not expired. */
+  readonly reserve: (key: string, now: number) => boolean
+  /** Forgets a claim whose verification ended without a verdict, so the user may try the token again. */
+  readonly release: (key: string) => void
+  readonly size: () => number
+}
+
+/**
+ * A Map keeps insertion order, and every entry gets the same lifetime, so the oldest entries are
+ * the first to expire: the sweep stops at the first live one, and at the cap the first is dropped.
+ */
+export const makeReplayGuard = (ttlMillis: number, capacity: number): ReplayGuard => {
+  const expiries = new Map<string, number>()
+  return {
+    reserve: (key, now) => {
+      for (const [entry, expiresAt] of expiries) {
+        if (expiresAt > now) break
+        expiries.delete(entry)
+      }
+      const existing = expiries.get(key)
+      if (existing !== undefined && existing > now) return false
+      expiries.delete(key) // an expired straggler (the clock went back) is re-added at the end
+      while (expiries.size >= capacity) {
+        const oldest = expiries.keys().next()
+        if (oldest.done) break
+        expiries.delete(oldest.value)
+      }
+      expiries.set(key, now + ttlMillis)
+      return true
+    },
+    release: (key) => {
+      expiries.delete(key)
+    },
+    size: () => expiries.size
+  }
+}
+
+/** Only a digest is kept: 10 000 tokens of up to 2 KiB each would otherwise be 20 MB of memory. */
+const tokenKey = (token: string): string => createHash("sha256").update(token).digest("base64")
+
+// ---------------------------------------------------------------------------------------------
+// Verification
+
+const SiteverifyAnswer = Schema.Struct({
+  success: Schema.Boolean,
+  "error-codes": Schema.optionalKey(Schema.Array(Schema.String))
+})
+
+type Outcome =
+  | { readonly _tag: "Verdict"; readonly success: boolean; readonly errorCodes: ReadonlyArray<string> }
+  | { readonly _tag: "NoVerdict"; readonly why: string }
+
+/** What went wrong, in words that cannot contain the token or the secret (both travel in the request body). */
+const describeFailure = (error: HttpClientError.HttpClientError | Schema.SchemaError | Cause.TimeoutError): string => {
+  if (Cause.isTimeoutError(error)) return `no answer within ${VERIFY_TIMEOUT}`
+  if (Schema.isSchemaError(error)) return "unexpected answer"
+  switch (error.reason._tag) {
+    case "StatusCodeError":
+      return `HTTP ${error.reason.response.status}`
+    case "TransportError":
+      return "service unreachable"
+    case "DecodeError":
+    case "EmptyBodyError":
+      return "unreadable answer"
+    default:
+      return "request failed"
+  }
+}
+
+/** Error codes are the service's words; keep only well-formed ones so a hostile answer cannot flood logs. */
+const safeCodes = (codes: ReadonlyArray<string>): ReadonlyArray<string> =>
+  codes.filter((code) => /^[a-z0-9-]{1,64}$/.test(code)).slice(0, 5)
+
+interface VerifyOptions {
+  readonly client: HttpClient.HttpClient
+  readonly secret: Redacted.Redacted<string>
+  readonly verifyUrl: URL
+  /** Production: a verification that gets no verdict refuses the request. */
+  readonly failClosed: boolean
+  readonly replayGuard: ReplayGuard
+}
+
+const makeVerify = (options: VerifyOptions) => {
+  const { client, secret, verifyUrl, failClosed, replayGuard } = options
+
+  const siteverify = (token: string, remoteIp: string | undefined): Effect.Effect<Outcome> =>
+    client.execute(
+      HttpClientRequest.post(verifyUrl).pipe(
+        HttpClientRequest.acceptJson,
+        HttpClientRequest.bodyUrlParams({
+          secret: Redacted.value(secret),
+          response: token,
+          ...(remoteIp ? { remoteip: remoteIp } : {})
+        })
+      )
+    ).pipe(
+      Effect.flatMap(HttpClientResponse.schemaBodyJson(SiteverifyAnswer)),
+      // Over the whole exchange, body included: a service that stalls mid-answer is as bad as a silent one.
+      Effect.timeout(VERIFY_TIMEOUT),
+      Effect.map((answer): Outcome => ({ _tag: "Verdict", success: answer.success, errorCodes: answer["error-codes"] ?? [] })),
+      Effect.catch((error) => Effect.succeed<Outcome>({ _tag: "NoVerdict", why: describeFailure(error) }))
+    )
+
+  return Effect.fn("Challenge.verify")(function*(token: string | undefined, remoteIp: string | undefined) {
+    if (token === undefined || token.trim() === "") return yield* new ChallengeFailed({ reason: "missing challenge token" })
+    if (token.length > MAX_TOKEN_LENGTH) return yield* new ChallengeFailed({ reason: "challenge token too long" })
+
+    const key = tokenKey(token)
+    // Reserved before the network call, synchronously with the check: a concurrent request with the
+    // same token finds the reservation and is refused, whatever the service later says.
+    if (!replayGuard.reserve(key, yield* Clock.currentTimeMillis)) {
+      return yield* new ChallengeFailed({ reason: "replayed" })
+    }
+
+    const outcome = yield* siteverify(token, remoteIp).pipe(
+      Effect.onInterrupt(() => Effect.sync(() => replayGuard.release(key)))
+    )
+    if (outcome._tag === "Verdict") {
+      if (outcome.success) return
+      const codes = safeCodes(outcome.errorCodes)
+      return yield* new ChallengeFailed({ reason: codes.length > 0 ? `rejected (${codes.join(", ")})` : "rejected" })
+    }
+
+    // No verdict (timeout, network, non-2xx, unparseable answer). Production fails closed: a bot
+    // check that lets everyone through while the service is down is no check. Development fails
+    // open, so a developer without network access (or behind a proxy) can still sign in.
+    if (failClosed) {
+      yield* Effect.logWarning(`challenge verification failed (${outcome.why}): request refused`)
+      // The service never judged this token, so the user may present it again.
+      replayGuard.release(key)
+      return yield* new ChallengeFailed({ reason: "challenge verification unavailable" })
+    }
+    yield* Effect.logWarning(`challenge verification failed (${outcome.why}): passing because NODE_ENV is not production`)
+  })
+}

@@ -1,0 +1,37 @@
+/**
+ * What PostgreSQL said when a statement failed, lifted out of the driver's error: the SQLSTATE
+ * and the fields spec §7 passes on to callers.
+ */
+import type { SqlError } from "effect/sql"
+
+export interface DatabaseErrorFields {
+  readonly message: string
+  readonly code?: string | undefined
+  readonly detail?: string | undefined
+  readonly hint?: string | undefined
+  readonly position?: string | number | undefined
+}
+
+interface ServerError {
+  readonly message?: unknown
+  readonly code?: unknown
+  readonly detail?: unknown
+  readonly hint?: unknown
+  readonly position?: unknown
+}
+
+const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined)
+
+/** The server's error response behind a driver failure; connection failures have no SQLSTATE. */
+export const databaseErrorFields = (error: SqlError.SqlError): DatabaseErrorFields => {
+  const cause = (error.reason as { readonly cause?: ServerError }).cause ?? {}
+  return {
+    message: text(cause.message) ?? error.message,
+    code: text(cause.code),
+    detail: text(cause.detail),
+    hint: text(cause.hint),
+    position: typeof cause.position === "number" ? cause.position : text(cause.position)
+  }
+}
+
+export const sqlState = (error: SqlError.SqlError): string | undefined => databaseErrorFields(error).code

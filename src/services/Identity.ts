@@ -1,0 +1,93 @@
+/**
+ * Sign-in, invitations and passwords, through the `sys` functions of migration 0002. Each call
+ * runs as the role spec §5.8 names (anon, or the caller's), so the database's own privileges
+ * decide who may do what; this module only turns the answers into typed results.
+ */
+import { Effect, Option, Schema } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import type { AppRole, Principal } from "./AccessTokens.ts"
+import { sqlState } from "./DatabaseError.ts"
+import { ANONYMOUS, asIdentity } from "./RequestContext.ts"
+
+/** The user of spec §2.3, as the sign-in functions return it. */
+export interface SignedInUser {
+  readonly id: string
+  readonly email: string
+  readonly display_name: string
+  readonly role: AppRole
+  readonly needs_password: boolean
+}
+
+export class InviteRefused extends Schema.TaggedError<InviteRefused>()("InviteRefused", { message: Schema.String }) {}
+export class InvalidInvite extends Schema.TaggedError<InvalidInvite>()("InvalidInvite", { message: Schema.String }) {}
+export class DuplicateEmail extends Schema.TaggedError<DuplicateEmail>()("DuplicateEmail", { message: Schema.String }) {}
+export class PasswordAlreadySet extends Schema.TaggedError<PasswordAlreadySet>()("PasswordAlreadySet", {}) {}
+export class InvalidPassword extends Schema.TaggedError<InvalidPassword>()("InvalidPassword", { message: Schema.String }) {}
+export class UnknownUser extends Schema.TaggedError<UnknownUser>()("UnknownUser", {}) {}
+
+const identityOf = (principal: Principal) => ({ role: principal.role, userId: principal.userId })
+
+const serverMessage = (error: SqlError.SqlError) =>
+  (error.reason as { readonly cause?: { readonly message?: string } }).cause?.message ?? "refused"
+
+/** A sign-in link for an active user; none for an unknown or inactive email. */
+export const createMagicLink = Effect.fn("Identity.createMagicLink")(function*(email: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* asIdentity(ANONYMOUS, sql<{ token: string | null }>`SELECT sys.create_magic_link(${email}) AS token`)
+  return Option.fromNullishOr(row?.token)
+})
+
+/** Consumes a sign-in token; none when it is invalid, spent, expired or its user inactive. */
+export const verifyMagicLink = Effect.fn("Identity.verifyMagicLink")(function*(token: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [user] = yield* asIdentity(ANONYMOUS, sql<SignedInUser>`SELECT * FROM sys.verify_magic_link(${token})`)
+  return Option.fromNullishOr(user)
+})
+
+/** Email and password (development only); none when they do not match an active user. */
+export const login = Effect.fn("Identity.login")(function*(email: string, password: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [user] = yield* asIdentity(ANONYMOUS, sql<SignedInUser>`SELECT * FROM sys.login(${email}, ${password})`)
+  return Option.fromNullishOr(user)
+})
+
+const inviteError = (error: SqlError.SqlError): InviteRefused | InvalidInvite | DuplicateEmail | SqlError.SqlError => {
+  switch (sqlState(error)) {
+    case "42501":
+      return new InviteRefused({ message: serverMessage(error) })
+    case "22023":
+      return new InvalidInvite({ message: serverMessage(error) })
+    case "23505":
+      return new DuplicateEmail({ message: serverMessage(error) })
+    default:
+      return error
+  }
+}
+
+/** Creates the user and returns the token of their invitation link. */
+export const inviteUser = Effect.fn("Identity.inviteUser")(function*(caller: Principal, email: string, role: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* asIdentity(identityOf(caller), sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`).pipe(
+    Effect.mapError(inviteError)
+  )
+  return rows[0]!.token
+})
+
+const passwordError = (error: SqlError.SqlError): PasswordAlreadySet | InvalidPassword | UnknownUser | SqlError.SqlError => {
+  switch (sqlState(error)) {
+    case "23000":
+      return new PasswordAlreadySet()
+    case "22023":
+      return new InvalidPassword({ message: serverMessage(error) })
+    case "28000":
+      return new UnknownUser()
+    default:
+      return error
+  }
+}
+
+/** Sets the caller's first password. */
+export const setInitialPassword = Effect.fn("Identity.setInitialPassword")(function*(caller: Principal, password: string) {
+  const sql = yield* SqlClient.SqlClient
+  yield* asIdentity(identityOf(caller), sql`SELECT sys.set_initial_password(${password})`).pipe(Effect.mapError(passwordError))
+})
