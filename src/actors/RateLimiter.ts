@@ -152,8 +152,10 @@ export const makeRateLimiter = Effect.fn("RateLimiter.make")(function*(options?:
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       const stranded: Array<Message> = []
-      for (let taken = Queue.takeUnsafe(mailbox); taken !== undefined && Exit.isSuccess(taken); taken = Queue.takeUnsafe(mailbox)) {
+      let taken = Queue.takeUnsafe(mailbox)
+      while (taken !== undefined && Exit.isSuccess(taken)) {
         stranded.push(taken.value)
+        taken = Queue.takeUnsafe(mailbox)
       }
       Queue.shutdownUnsafe(mailbox)
       for (const message of stranded) yield* Deferred.interrupt(message.reply)
