@@ -3,6 +3,7 @@ import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
+import { DataHandlers } from "./DataRoutes.ts"
 import { MainApi } from "./MainApi.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
@@ -10,6 +11,6 @@ import { ValidationErrorsLive } from "./Validation.ts"
 const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
 export const MainRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers]),
+  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, DataHandlers]),
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )

@@ -10,16 +10,27 @@ import { MainRoutes } from "../http/MainRoutes.ts"
 import { RateLimiter } from "../actors/RateLimiter.ts"
 import { Challenge } from "../services/Challenge.ts"
 import { Mailer } from "../services/Mailer.ts"
+import { AppRegistry } from "../services/AppRegistry.ts"
+import { makeJsonColumnTypes } from "../services/JsonColumnTypes.ts"
+import { SqlGuard } from "../services/SqlGuard.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { requireUrl } from "./Database.ts"
 
 const POOL_SIZE = 20
 
-const pool = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth" })
+const pool = (url: string) =>
+  PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth", types: makeJsonColumnTypes() })
 
 /** What the main service's handlers stand on, besides its database pool. */
-const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiter.layer, Challenge.layer, Mailer.layer)
+const MainDependencies = Layer.mergeAll(
+  AccessTokensLive,
+  RateLimiter.layer,
+  Challenge.layer,
+  Mailer.layer,
+  SqlGuard.layer,
+  AppRegistry.layer
+)
 
 /** The main service, connected as `authenticator`. */
 export const mainService = (listen: ListenOptions, databaseUrl: string) =>

@@ -7,23 +7,23 @@ import { Config, Context, Duration, Effect, Layer, type LogLevel, Option, Redact
 const Environment = Schema.Literals(["development", "production", "test"])
 
 /** `24h`, `15m`, `30s`, `7d`, or Effect's own `"24 hours"`. */
-const TtlPattern = /^(\d+)\s*(s|m|h|d)$/
-const ttlUnits = { s: "seconds", m: "minutes", h: "hours", d: "days" } as const
-export const parseTtl = (text: string): Option.Option<Duration.Duration> => {
-  const short = TtlPattern.exec(text.trim())
+const DurationPattern = /^(\d+)\s*(s|m|h|d)$/
+const durationUnits = { s: "seconds", m: "minutes", h: "hours", d: "days" } as const
+export const parseDuration = (text: string): Option.Option<Duration.Duration> => {
+  const short = DurationPattern.exec(text.trim())
   if (short) {
     const amount = Number(short[1])
-    return amount > 0 ? Option.some(Duration.fromInputUnsafe(`${amount} ${ttlUnits[short[2] as keyof typeof ttlUnits]}`)) : Option.none()
+    return amount > 0 ? Option.some(Duration.fromInputUnsafe(`${amount} ${durationUnits[short[2] as keyof typeof durationUnits]}`)) : Option.none()
   }
   return Duration.fromInput(text as Duration.Input).pipe(Option.filter(Duration.isGreaterThan(Duration.zero)))
 }
 
-const Ttl = Schema.String.pipe(
+const PositiveDuration = Schema.String.pipe(
   Schema.decodeTo(
     Schema.Duration,
     SchemaTransformation.transformEffect({
       decode: (text: string) =>
-        Option.match(parseTtl(text), {
+        Option.match(parseDuration(text), {
           onNone: () =>
             Effect.fail(new SchemaIssue.InvalidValue({ message: "Expected a positive duration such as 24h, 15m, 30s or 7d" })),
           onSome: Effect.succeed
@@ -60,7 +60,7 @@ export const ConfigValues = Config.all({
   dataDir: Config.NonEmptyString("PLINTH_DATA_DIR").pipe(Config.withDefault(".plinth")),
   pgPort: Config.Port("PLINTH_PG_PORT").pipe(Config.withDefault(54329)),
   jwtSecret: optionalSecret("JWT_SECRET"),
-  jwtTtl: Config.schema(Ttl, "JWT_TTL").pipe(Config.withDefault(Duration.hours(24))),
+  jwtTtl: Config.schema(PositiveDuration, "JWT_TTL").pipe(Config.withDefault(Duration.hours(24))),
   appUrl: Config.URL("APP_URL").pipe(Config.withDefault(new URL("http://localhost:5173"))),
   mailApiKey: optionalSecret("MAIL_API_KEY"),
   mailDomain: optionalString("MAIL_DOMAIN"),
@@ -78,6 +78,8 @@ export const ConfigValues = Config.all({
   anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),
   anthropicBaseUrl: Config.option(Config.URL("ANTHROPIC_BASE_URL")),
   anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-5")),
+  sqlTimeout: Config.schema(PositiveDuration, "SQL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(15))),
+  sqlMaxResponseBytes: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "SQL_MAX_RESPONSE_BYTES").pipe(Config.withDefault(64 * 1024 * 1024)),
   logLevel: Config.schema(LogLevelName, "LOG_LEVEL").pipe(Config.withDefault<LogLevel.LogLevel>("Info"))
 })
 

@@ -1,11 +1,14 @@
 /**
  * The database side of "who is asking": every request runs in one transaction whose first
- * statement switches to the caller's role and sets `app.user_id` with `set_config(..., true)`,
- * so both end with the transaction and never leak to the next user of the pooled connection.
+ * statement switches to the caller's role and sets `app.user_id`, `app.app_id`, `search_path`
+ * and `statement_timeout`, all with `set_config(..., true)` in one round trip, so that they end
+ * with the transaction and never leak to the next user of the pooled connection. The values are
+ * bound parameters: nothing here is concatenated from the request.
  */
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AppRole } from "./AccessTokens.ts"
+import { quoteIdentifier } from "./SqlIdentifier.ts"
 
 export type DatabaseRole = AppRole | "anon"
 
@@ -15,15 +18,40 @@ export interface RequestIdentity {
   readonly userId: string
 }
 
+/** An app of sys.apps, as X-App-Schema selects it. */
+export interface AppRef {
+  readonly id: string
+  readonly schemaName: string
+}
+
+export interface RequestContext extends RequestIdentity {
+  /** Absent: the public schema only. */
+  readonly app?: AppRef | undefined
+  readonly statementTimeout?: Duration.Duration | undefined
+}
+
 export const ANONYMOUS: RequestIdentity = { role: "anon", userId: "" }
 
-/** Runs `effect` in a transaction as `identity`; any failure rolls everything back. */
-export const asIdentity = <A, E, R>(identity: RequestIdentity, effect: Effect.Effect<A, E, R>) =>
+/** What a statement may run for when the caller does not say (SQL_TIMEOUT's default). */
+export const DEFAULT_STATEMENT_TIMEOUT = Duration.seconds(15)
+
+export const searchPathFor = (app: AppRef | undefined): string =>
+  app === undefined ? "public, pg_catalog" : `${quoteIdentifier(app.schemaName)}, public, pg_catalog`
+
+/** Runs `effect` in a transaction as `context`; any failure rolls everything back. */
+export const asRequest = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const timeout = `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`
     return yield* sql.withTransaction(
-      sql`SELECT set_config('role', ${identity.role}, true), set_config('app.user_id', ${identity.userId}, true)`.pipe(
-        Effect.andThen(effect)
-      )
+      sql`SELECT
+        set_config('role', ${context.role}, true),
+        set_config('app.user_id', ${context.userId}, true),
+        set_config('app.app_id', ${context.app?.id ?? ""}, true),
+        set_config('search_path', ${searchPathFor(context.app)}, true),
+        set_config('statement_timeout', ${timeout}, true)`.pipe(Effect.andThen(effect))
     )
   })
+
+/** `asRequest` for calls that need only a role and a user (the identity functions). */
+export const asIdentity = <A, E, R>(identity: RequestIdentity, effect: Effect.Effect<A, E, R>) => asRequest(identity, effect)

@@ -1,0 +1,31 @@
+-- The app registry (spec §2.6): each app is a schema of its own. X-App-Schema is resolved here;
+-- the management functions of sys.create_app & co. come with the managed-schema migrations.
+
+CREATE TABLE sys.apps (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  schema_name text NOT NULL UNIQUE CHECK (schema_name ~ '^[a-z_][a-z0-9_]{0,62}$'),
+  display_name text NOT NULL CHECK (length(display_name) BETWEEN 1 AND 200),
+  description text NOT NULL DEFAULT '' CHECK (length(description) <= 2000),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON sys.apps FROM PUBLIC;
+ALTER TABLE sys.apps ENABLE ROW LEVEL SECURITY;
+-- The main service resolves X-App-Schema before it switches role; it needs the name and the id only.
+-- (USAGE on sys gives it nothing else: every sys function's EXECUTE is granted to app roles only.)
+GRANT USAGE ON SCHEMA sys TO authenticator;
+GRANT SELECT (id, schema_name) ON sys.apps TO authenticator;
+CREATE POLICY apps_resolve ON sys.apps FOR SELECT TO authenticator USING (true);
+
+-- Every change tells the services to drop their cached resolutions.
+-- SECURITY DEFINER: pg_notify is not for app roles (0004_sql_defence.sql).
+CREATE FUNCTION sys.notify_apps_changed() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  PERFORM pg_notify('plinth_apps', '');
+  RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION sys.notify_apps_changed() FROM PUBLIC;
+CREATE TRIGGER apps_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sys.apps
+FOR EACH STATEMENT EXECUTE FUNCTION sys.notify_apps_changed();
