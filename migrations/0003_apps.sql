@@ -17,15 +17,15 @@ GRANT USAGE ON SCHEMA sys TO authenticator;
 GRANT SELECT (id, schema_name) ON sys.apps TO authenticator;
 CREATE POLICY apps_resolve ON sys.apps FOR SELECT TO authenticator USING (true);
 
--- Every change tells the services to drop their cached resolutions.
+-- Every change tells the services to drop what they cached about the catalog (channel plinth_catalog).
 -- SECURITY DEFINER: pg_notify is not for app roles (0004_sql_defence.sql).
-CREATE FUNCTION sys.notify_apps_changed() RETURNS trigger
+CREATE FUNCTION sys.notify_catalog_changed() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-  PERFORM pg_notify('plinth_apps', '');
+  PERFORM pg_notify('plinth_catalog', 'apps');
   RETURN NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION sys.notify_apps_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION sys.notify_catalog_changed() FROM PUBLIC;
 CREATE TRIGGER apps_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sys.apps
-FOR EACH STATEMENT EXECUTE FUNCTION sys.notify_apps_changed();
+FOR EACH STATEMENT EXECUTE FUNCTION sys.notify_catalog_changed();

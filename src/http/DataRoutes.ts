@@ -8,11 +8,8 @@ import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SqlError } from "effect/sql"
-import type { Principal } from "../services/AccessTokens.ts"
-import { AppRegistry, SCHEMA_NAME } from "../services/AppRegistry.ts"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
-import type { RequestContext } from "../services/RequestContext.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
@@ -20,6 +17,7 @@ import { type ResponseTooLarge, runStatement, type StatementResult } from "../se
 import { CurrentPrincipal } from "./Authentication.ts"
 import { BadRequest, databaseErrorResponse, Forbidden, Unavailable } from "./Errors.ts"
 import { MainApi } from "./MainApi.ts"
+import { RequestContextResolver } from "./RequestContextResolver.ts"
 
 /** `schema.name` or `name`, each an unquoted-style identifier PostgreSQL would accept. */
 const FUNCTION_NAME = /^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,62})$/
@@ -47,18 +45,7 @@ const respond = (result: StatementResult) =>
 export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(function*(handlers) {
   const config = yield* PlinthConfig
   const guard = yield* SqlGuard
-  const apps = yield* AppRegistry
-
-  /** The caller plus the app their X-App-Schema names (none: the public schema). */
-  const contextFor = Effect.fn("DataRoutes.context")(function*(principal: Principal, request: HttpServerRequest.HttpServerRequest) {
-    const header = request.headers["x-app-schema"]
-    const base: RequestContext = { role: principal.role, userId: principal.userId, statementTimeout: config.sqlTimeout }
-    if (header === undefined || header === "" || header === "public") return base
-    if (!SCHEMA_NAME.test(header)) return yield* new BadRequest({ error: "invalid X-App-Schema" })
-    const app = yield* apps.resolve(header)
-    if (Option.isNone(app)) return yield* new BadRequest({ error: `unknown app schema: ${header}` })
-    return { ...base, app: app.value }
-  })
+  const contextFor = yield* RequestContextResolver
 
   /**
    * Database failures are answered here, as responses with their own §7 status: HttpApi would

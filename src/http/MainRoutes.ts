@@ -4,13 +4,15 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
 import { DataHandlers } from "./DataRoutes.ts"
+import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
 import { MainApi } from "./MainApi.ts"
+import { RequestContextResolver } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
 
 const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
 export const MainRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, DataHandlers]),
-  Layer.provide([ValidationErrorsLive, AuthenticationLive])
+  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, DataHandlers, IntrospectionHandlers]),
+  Layer.provide([ValidationErrorsLive, AuthenticationLive, RequestContextResolver.layer])
 )

@@ -11,6 +11,8 @@ import { RateLimiter } from "../actors/RateLimiter.ts"
 import { Challenge } from "../services/Challenge.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { AppRegistry } from "../services/AppRegistry.ts"
+import { CatalogWatch } from "../services/CatalogWatch.ts"
+import { Introspection } from "../services/Introspection.ts"
 import { makeJsonColumnTypes } from "../services/JsonColumnTypes.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
@@ -29,7 +31,8 @@ const MainDependencies = Layer.mergeAll(
   Challenge.layer,
   Mailer.layer,
   SqlGuard.layer,
-  AppRegistry.layer
+  // One LISTEN connection tells both caches when the catalog changes.
+  Layer.mergeAll(AppRegistry.layer, Introspection.layer).pipe(Layer.provide(CatalogWatch.layer))
 )
 
 /** The main service, connected as `authenticator`. */

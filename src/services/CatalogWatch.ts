@@ -1,0 +1,52 @@
+/**
+ * Tells caches when the catalog changed: sys.apps and every sys management function notify
+ * `plinth_catalog`, and one LISTEN connection per process turns that into a generation number.
+ * A cached answer is good while the generation it was read at is current; while the LISTEN
+ * connection is down there is no current generation, so nothing cached is trusted.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Queue, Schedule } from "effect"
+
+export const CATALOG_CHANNEL = "plinth_catalog"
+
+export class CatalogWatch extends Context.Service<CatalogWatch, {
+  /** The current generation, or undefined while changes cannot be heard. */
+  readonly generation: () => number | undefined
+}>()("plinth/CatalogWatch") {
+  static readonly layer = Layer.effect(CatalogWatch, Effect.gen(function*() {
+    const pg = yield* PgClient.PgClient
+    let generation = 0
+    let live = false
+    const follow = Effect.scoped(Effect.gen(function*() {
+      const notifications = yield* pg.listen(CATALOG_CHANNEL)
+      generation++
+      live = true
+      yield* Effect.forever(Effect.andThen(Queue.take(notifications), Effect.sync(() => generation++)))
+    })).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        live = false
+        generation++
+      })),
+      Effect.retry(Schedule.spaced("1 second"))
+    )
+    yield* Effect.forkScoped(follow)
+    return CatalogWatch.of({ generation: () => (live ? generation : undefined) })
+  }))
+}
+
+/** A map whose entries count only for the catalog generation they were read in. */
+export const makeCatalogCache = <K, V>(watch: CatalogWatch["Service"], maxEntries: number) => {
+  const entries = new Map<K, { readonly generation: number; readonly value: V }>()
+  return {
+    get: (key: K): V | undefined => {
+      const entry = entries.get(key)
+      return entry !== undefined && entry.generation === watch.generation() ? entry.value : undefined
+    },
+    /** Stores `value` if the catalog did not change since `generation` (read before the lookup). */
+    set: (key: K, value: V, generation: number | undefined) => {
+      if (generation === undefined || generation !== watch.generation()) return
+      if (entries.size >= maxEntries) entries.clear()
+      entries.set(key, { generation, value })
+    }
+  }
+}
