@@ -1,5 +1,8 @@
 /**
- * `npm run bench`: load and latency benchmarks, each beside a raw baseline measured in the same
- * run. The scenarios arrive with the Performance issue; until then there is nothing to measure.
+ * `npm run bench`: each scenario starts its own embedded PostgreSQL and Plinth, measures, and
+ * prints a table. More scenarios (and docs/benchmarks.md) arrive with the Performance issue.
  */
-console.log("no benchmarks yet")
+import { run as introspect } from "./introspect.ts"
+
+console.log(`machine: ${(await import("node:os")).cpus().length} cores, node ${process.version}\n`)
+console.log(await introspect())

@@ -1,0 +1,91 @@
+/**
+ * `introspect`: POST / with 200 managed tables, warm (cached) and cold (right after a catalog
+ * change), as owner and as member. Beside it, the raw baseline: the same two SQL functions called
+ * straight through the driver, with no HTTP and no cache, in the same run.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { withDatabase } from "../src/layers/Database.ts"
+import { type BenchStack, signIn, startBenchStack, summarize } from "./support.ts"
+
+const TABLES = 200
+const WARM_SAMPLES = 50
+const COLD_SAMPLES = 10
+
+const columns = (i: number) => [
+  { name: "name", type: "text", required: true },
+  { name: "amount", type: "currency" },
+  { name: "status", type: "choice", options: [{ value: "open", label: "Open", color: null }, { value: "done", label: "Done", color: "#0a0" }] },
+  ...(i > 0 ? [{ name: "parent", type: "reference", references: `t${String(i - 1).padStart(3, "0")}` }] : [])
+]
+
+const introspect = async (stack: BenchStack, token: string) => {
+  const started = performance.now()
+  const response = await fetch(`${stack.baseUrl}/`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: "{}"
+  })
+  await response.arrayBuffer()
+  if (response.status !== 200) throw new Error(`POST / answered ${response.status}`)
+  return performance.now() - started
+}
+
+/** A catalog change that touches nothing the bench reads: the caches must drop everything. */
+const touchCatalog = (stack: BenchStack) => stack.admin((sql) => sql`SELECT pg_notify('plinth_catalog', 'bench')`)
+
+const fmt = (ms: number) => ms.toFixed(1)
+
+export const run = async () => {
+  const stack = await startBenchStack()
+  try {
+    for (let i = 0; i < TABLES; i++) {
+      const name = `t${String(i).padStart(3, "0")}`
+      await stack.admin((sql) => sql`SELECT sys.create_table(${name}, ${JSON.stringify(columns(i))}::jsonb)`)
+    }
+    await stack.admin((sql) => sql`ANALYZE`)
+    const tokens = { owner: await signIn(stack, "owner@bench.test", "owner"), member: await signIn(stack, "member@bench.test", "member") }
+    const rows: Array<string> = []
+    for (const [role, token] of Object.entries(tokens)) {
+      await introspect(stack, token)
+      const warm: Array<number> = []
+      for (let i = 0; i < WARM_SAMPLES; i++) warm.push(await introspect(stack, token))
+      const cold: Array<number> = []
+      for (let i = 0; i < COLD_SAMPLES; i++) {
+        await touchCatalog(stack)
+        await new Promise((resolve) => setTimeout(resolve, 20)) // let the notification arrive
+        cold.push(await introspect(stack, token))
+      }
+      const w = summarize(warm)
+      const c = summarize(cold)
+      rows.push(`| ${role} | warm | ${fmt(w.p50)} | ${fmt(w.p99)} | ${fmt(w.max)} | ≤ 100 |`)
+      rows.push(`| ${role} | cold | ${fmt(c.p50)} | ${fmt(c.p99)} | ${fmt(c.max)} | ≤ 500 |`)
+    }
+    // Raw baseline: the two SQL functions as the owner role, straight through the driver.
+    const raw: Array<number> = []
+    await Effect.runPromise(withDatabase(stack.adminUrl, Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      for (let i = 0; i < COLD_SAMPLES; i++) {
+        const started = performance.now()
+        yield* sql.withTransaction(Effect.andThen(
+          sql`SELECT set_config('role', 'owner', true)`,
+          sql`SELECT sys.introspect() AS a, sys.table_stats() AS b`
+        ))
+        raw.push(performance.now() - started)
+      }
+    })))
+    const r = summarize(raw)
+    rows.push(`| owner | raw SQL (no HTTP, no cache) | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | |`)
+    return [
+      `### introspect: POST / with ${TABLES} managed tables (ms)`,
+      "",
+      "| role | case | p50 | p99 | max | target |",
+      "| --- | --- | --- | --- | --- | --- |",
+      ...rows
+    ].join("\n")
+  } finally {
+    await stack.close()
+  }
+}
+
+if (import.meta.main) console.log(await run())

@@ -1,0 +1,88 @@
+/**
+ * What every benchmark stands on: its own embedded PostgreSQL in a temporary folder, migrated,
+ * and the main service in this process on an ephemeral port, wired exactly as in production.
+ */
+import { ConfigProvider, Context, Effect, Exit, Layer, Logger, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords, withDatabase } from "../src/layers/Database.ts"
+import { startEmbeddedPostgres } from "../src/layers/EmbeddedPostgres.ts"
+import { mainService } from "../src/layers/Services.ts"
+import { PlinthConfig } from "../src/services/PlinthConfig.ts"
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+export interface BenchStack {
+  readonly adminUrl: string
+  readonly mainUrl: string
+  readonly baseUrl: string
+  readonly admin: <A, E>(run: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => Promise<A>
+  readonly close: () => Promise<void>
+}
+
+export const startBenchStack = async (): Promise<BenchStack> => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "plinth-bench-"))
+  await fs.chmod(dir, 0o711)
+  const scope = Effect.runSync(Scope.make())
+  const passwords = { authenticator: randomBytes(24).toString("hex"), chat_authenticator: randomBytes(24).toString("hex") }
+  const server = await Effect.runPromise(Scope.provide(scope)(startEmbeddedPostgres({
+    pgData: path.join(dir, "pg"),
+    port: await freePort(),
+    superuserPassword: randomBytes(16).toString("hex")
+  })))
+  await Effect.runPromise(ensureDatabase(server.adminUrl(), "bench"))
+  const adminUrl = server.adminUrl("bench")
+  await Effect.runPromise(migrateDatabase(adminUrl))
+  await Effect.runPromise(setLoginPasswords(adminUrl, passwords))
+  const mainUrl = loginUrl(server.port, "authenticator", passwords.authenticator, "bench")
+  const env = { NODE_ENV: "test", JWT_SECRET: "bench-secret-0123456789abcdef0123456789", LOG_LEVEL: "Warn" }
+  const layer = mainService({ host: "127.0.0.1", port: 0, name: "main" }, mainUrl).pipe(
+    Layer.provide(PlinthConfig.layer),
+    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))),
+    Layer.provide(Logger.layer([]))
+  )
+  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+  const address = Context.get(context, HttpServer.HttpServer).address
+  return {
+    adminUrl,
+    mainUrl,
+    baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`,
+    admin: (run) => Effect.runPromise(withDatabase(adminUrl, Effect.gen(function*() {
+      return yield* run(yield* SqlClient.SqlClient)
+    }))),
+    close: async () => {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      await fs.rm(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** A signed-in user of `role`: invited as a database administrator, then the link verified. */
+export const signIn = async (stack: BenchStack, email: string, role: string): Promise<string> => {
+  const [row] = await stack.admin((sql) => sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`)
+  const response = await fetch(`${stack.baseUrl}/auth/magic-link/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token: row!.token })
+  })
+  return ((await response.json()) as { token: string }).token
+}
+
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+
+export const summarize = (samples: ReadonlyArray<number>) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return { min: sorted[0] ?? Number.NaN, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN }
+}
