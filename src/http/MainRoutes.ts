@@ -4,6 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
 import { DataHandlers } from "./DataRoutes.ts"
+import { EventsRoute } from "./EventsRoutes.ts"
 import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
 import { MainApi } from "./MainApi.ts"
 import { RequestContextResolver } from "./RequestContextResolver.ts"
@@ -12,7 +13,10 @@ import { ValidationErrorsLive } from "./Validation.ts"
 
 const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
-export const MainRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
+const ApiRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, DataHandlers, IntrospectionHandlers]),
   Layer.provide([ValidationErrorsLive, AuthenticationLive, RequestContextResolver.layer])
 )
+
+/** The HttpApi routes plus GET /events, which streams and so is a plain router route. */
+export const MainRoutes = Layer.mergeAll(ApiRoutes, EventsRoute)

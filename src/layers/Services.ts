@@ -8,6 +8,7 @@ import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
 import { RateLimiter } from "../actors/RateLimiter.ts"
+import { TenantActor } from "../actors/TenantActor.ts"
 import { Challenge } from "../services/Challenge.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { AppRegistry } from "../services/AppRegistry.ts"
@@ -35,9 +36,18 @@ const MainDependencies = Layer.mergeAll(
   Layer.mergeAll(AppRegistry.layer, Introspection.layer).pipe(Layer.provide(CatalogWatch.layer))
 )
 
+/** The tenant of a single-tenant process: its LISTEN connection and event fan-out. */
+const SingleTenant = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  return TenantActor.layer({ name: "default", maxStreamsPerUser: config.eventsMaxStreamsPerUser })
+}))
+
 /** The main service, connected as `authenticator`. */
 export const mainService = (listen: ListenOptions, databaseUrl: string) =>
-  serveHttp(MainRoutes, listen).pipe(Layer.provide(MainDependencies), Layer.provide(pool(databaseUrl)))
+  serveHttp(MainRoutes, listen).pipe(
+    Layer.provide(Layer.mergeAll(MainDependencies, SingleTenant)),
+    Layer.provide(pool(databaseUrl))
+  )
 
 /** The chat service, connected as `chat_authenticator`. */
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>

@@ -1,0 +1,112 @@
+/**
+ * One tenant's live side: a dedicated LISTEN connection on `page_change`, fanned out to every
+ * subscriber (the SSE streams of GET /events). One fiber owns the connection and the subscriber
+ * set; each subscriber has a bounded queue of its own, so a client that stops reading is dropped
+ * (its stream ends and it reconnects) instead of slowing anyone else down.
+ *
+ * When the LISTEN connection drops, the actor reconnects with backoff; once it listens again it
+ * sends every subscriber `Resync`: events may have been missed, so clients refetch.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { type Cause, Context, Duration, Effect, Layer, Queue, Schedule, Schema, type Scope, Stream } from "effect"
+
+export const PAGE_CHANNEL = "page_change"
+
+export type PageEvent =
+  | { readonly _tag: "PageChange"; readonly schema: string; readonly slug: string }
+  | { readonly _tag: "Resync" }
+
+export interface TenantActorShape {
+  readonly name: string
+  /**
+   * Subscribes now (nothing published after this call is missed) and returns the events as a
+   * stream that ends when the subscriber falls `bufferSize` events behind or the tenant stops.
+   * A user may hold at most `maxStreamsPerUser` subscriptions at once.
+   */
+  readonly subscribe: (userId: string) => Effect.Effect<Stream.Stream<PageEvent>, TooManyStreams, Scope.Scope>
+  /** How many subscribers are connected (for limits and tests). */
+  readonly subscribers: () => number
+}
+
+export interface TenantActorOptions {
+  readonly name: string
+  /** Events a subscriber may fall behind before it is dropped. */
+  readonly bufferSize?: number
+  readonly maxStreamsPerUser?: number
+}
+
+export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Int }) {}
+
+const DEFAULT_BUFFER = 256
+const DEFAULT_MAX_STREAMS_PER_USER = 10
+
+/** `<schema>:<slug>` → the event; anything else is not ours and is ignored. */
+export const parsePageChange = (payload: string): PageEvent | undefined => {
+  const separator = payload.indexOf(":")
+  if (separator <= 0 || separator === payload.length - 1) return undefined
+  return { _tag: "PageChange", schema: payload.slice(0, separator), slug: payload.slice(separator + 1) }
+}
+
+export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: TenantActorOptions) {
+  const pg = yield* PgClient.PgClient
+  const bufferSize = options.bufferSize ?? DEFAULT_BUFFER
+  const maxStreamsPerUser = options.maxStreamsPerUser ?? DEFAULT_MAX_STREAMS_PER_USER
+  const subscribers = new Set<Queue.Queue<PageEvent, Cause.Done>>()
+  const streamsByUser = new Map<string, number>()
+
+  // Never blocks: a full queue means that subscriber is too slow, and it alone is let go.
+  const publish = (event: PageEvent) => {
+    for (const queue of subscribers) {
+      if (!Queue.offerUnsafe(queue, event)) {
+        subscribers.delete(queue)
+        Queue.endUnsafe(queue)
+      }
+    }
+  }
+
+  let connectedBefore = false
+  const listen = Effect.scoped(Effect.gen(function*() {
+    const notifications = yield* pg.listen(PAGE_CHANNEL)
+    if (connectedBefore) publish({ _tag: "Resync" })
+    connectedBefore = true
+    yield* Effect.forever(Effect.map(Queue.take(notifications), (notification) => {
+      const event = parsePageChange(notification.payload)
+      if (event !== undefined) publish(event)
+    }))
+  })).pipe(
+    Effect.tapCause((cause) => Effect.logWarning(`tenant ${options.name}: LISTEN ${PAGE_CHANNEL} lost; reconnecting`, cause)),
+    Effect.retry(Schedule.exponential(Duration.millis(100)).pipe(Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(5))))))
+  )
+  yield* Effect.forkScoped(listen)
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      for (const queue of subscribers) Queue.endUnsafe(queue)
+      subscribers.clear()
+    })
+  )
+
+  const subscribe = Effect.fn("TenantActor.subscribe")(function*(userId: string) {
+    const held = streamsByUser.get(userId) ?? 0
+    if (held >= maxStreamsPerUser) return yield* new TooManyStreams({ limit: maxStreamsPerUser })
+    streamsByUser.set(userId, held + 1)
+    const queue = yield* Queue.bounded<PageEvent, Cause.Done>(bufferSize)
+    subscribers.add(queue)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        subscribers.delete(queue)
+        Queue.endUnsafe(queue)
+        const left = (streamsByUser.get(userId) ?? 1) - 1
+        if (left <= 0) streamsByUser.delete(userId)
+        else streamsByUser.set(userId, left)
+      })
+    )
+    return Stream.fromQueue(queue)
+  })
+
+  return { name: options.name, subscribe, subscribers: () => subscribers.size } satisfies TenantActorShape
+})
+
+/** The tenant of this process (single-tenant mode), or of the current request (multi-tenant). */
+export class TenantActor extends Context.Service<TenantActor, TenantActorShape>()("plinth/TenantActor") {
+  static readonly layer = (options: TenantActorOptions) => Layer.effect(TenantActor, makeTenantActor(options))
+}

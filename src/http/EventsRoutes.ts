@@ -1,0 +1,50 @@
+/**
+ * GET /events (spec §6.1): page changes as Server-Sent Events. The JWT comes in the
+ * Authorization header or, because browsers' EventSource cannot set headers, as `?token=`.
+ * The stream opens with `: connected`, sends `: heartbeat` every EVENTS_HEARTBEAT (30 s), and
+ * `event: page_change` / `event: resync` as the tenant's actor publishes them.
+ */
+import { Effect, Schedule, Stream } from "effect"
+import { Sse } from "effect/encoding"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { type PageEvent, TenantActor } from "../actors/TenantActor.ts"
+import { AccessTokens } from "../services/AccessTokens.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { TooManyRequests, Unauthorized } from "./Errors.ts"
+
+const frame = (event: PageEvent): string =>
+  event._tag === "PageChange"
+    ? Sse.encoder.write({ _tag: "Event", event: "page_change", id: undefined, data: JSON.stringify({ schema: event.schema, slug: event.slug }) })
+    : Sse.encoder.write({ _tag: "Event", event: "resync", id: undefined, data: "{}" })
+
+const bearerToken = (request: HttpServerRequest.HttpServerRequest): string => {
+  const header = request.headers["authorization"]
+  if (header !== undefined && header.toLowerCase().startsWith("bearer ")) return header.slice(7).trim()
+  const query = new URL(request.url, "http://localhost").searchParams.get("token")
+  return query ?? ""
+}
+
+export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const tokens = yield* AccessTokens
+  const tenant = yield* TenantActor
+  const config = yield* PlinthConfig
+  const principal = yield* tokens.verify(bearerToken(request)).pipe(
+    Effect.mapError((error) => new Unauthorized({ error: error.reason }))
+  )
+  // Subscribe before answering: a client that has seen `: connected` misses nothing after it.
+  const events = yield* tenant.subscribe(principal.userId).pipe(
+    Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
+  )
+  const frames = Stream.succeed(": connected\n\n").pipe(
+    Stream.concat(Stream.merge(
+      Stream.map(events, frame),
+      Stream.fromSchedule(Schedule.spaced(config.eventsHeartbeat)).pipe(Stream.as(": heartbeat\n\n")),
+      { haltStrategy: "left" }
+    ))
+  )
+  return HttpServerResponse.stream(Stream.encodeText(frames), {
+    contentType: "text/event-stream",
+    headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+  })
+}))
