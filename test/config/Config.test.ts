@@ -1,7 +1,7 @@
 /** Every variable of DESIGN.md's table: its default, and one clear line for a bad value. */
 import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { loadConfig, parseTtl } from "../../src/services/PlinthConfig.ts"
+import { loadConfig, parseDuration } from "../../src/services/PlinthConfig.ts"
 
 const load = (env: Record<string, string>) =>
   Effect.runPromise(Effect.result(loadConfig.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))))
@@ -128,9 +128,9 @@ describe("JWT_TTL forms", () => {
     ["7d", 7 * 86400],
     ["2 hours", 7200]
   ])("%s = %i s", (text, seconds) => {
-    expect(Option.map(parseTtl(text), Duration.toSeconds)).toEqual(Option.some(seconds))
+    expect(Option.map(parseDuration(text), Duration.toSeconds)).toEqual(Option.some(seconds))
   })
   it.each(["", "h", "-1h", "0s", "soon", "1 fortnight"])("%j is refused", (text) => {
-    expect(Option.isNone(parseTtl(text))).toBe(true)
+    expect(Option.isNone(parseDuration(text))).toBe(true)
   })
 })

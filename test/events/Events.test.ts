@@ -1,0 +1,199 @@
+/**
+ * GET /events (spec §6.1) against a real database: page changes reach real EventSource clients
+ * and raw HTTP readers, heartbeats keep time, limits hold, a thousand streams all hear one change,
+ * and a killed LISTEN connection is survived with a `resync`.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Chunk, Effect, Fiber, Redacted, Stream } from "effect"
+import { EventSource } from "eventsource"
+import * as http from "node:http"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeTenantActor } from "../../src/actors/TenantActor.ts"
+import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
+import { query } from "../support/database.ts"
+
+const HEARTBEAT_MS = 300
+let stack: AuthStack
+let owner: SignIn
+let member: SignIn
+
+beforeAll(async () => {
+  stack = await startAuthStack({ EVENTS_HEARTBEAT: `${HEARTBEAT_MS} millis`, EVENTS_MAX_STREAMS_PER_USER: "3" })
+  owner = await signedIn(stack, "events-owner@plinth.test", "owner")
+  member = await signedIn(stack, "events-member@plinth.test", "member")
+})
+afterAll(() => stack?.close())
+
+let pages = 0
+const freshSlug = () => `page-${++pages}-${Date.now()}`
+
+const callSys = (sql: string, params: ReadonlyArray<unknown>) =>
+  post(stack.main.url, "/sql", { sql, params }, { token: owner.token }).then((response) => {
+    if (response.status !== 200) throw new Error(`${sql}: ${response.status} ${JSON.stringify(response.body)}`)
+    return response
+  })
+
+/** A raw SSE reader over node:http: collects the text and lets a test wait for a pattern. */
+const openRawStream = (path: string, headers: Record<string, string> = {}, base: string = stack.main.url) => {
+  let text = ""
+  let statusCode = 0
+  const url = new URL(path, base)
+  const listeners: Array<() => void> = []
+  const request = http.get(url, { headers, agent: false }, (response) => {
+    statusCode = response.statusCode ?? 0
+    response.setEncoding("utf8")
+    response.on("data", (chunk: string) => {
+      text += chunk
+      for (const listener of listeners) listener()
+    })
+    response.on("end", () => {
+      for (const listener of listeners) listener()
+    })
+  })
+  request.on("error", () => undefined)
+  const ended = new Promise<void>((resolve) => request.on("close", resolve))
+  const waitFor = (pattern: RegExp, timeoutMs = 3_000) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (pattern.test(text)) resolve()
+      }
+      listeners.push(check)
+      check()
+      setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; got: ${text}`)), timeoutMs)
+    })
+  return { text: () => text, status: () => statusCode, waitFor, ended, close: () => request.destroy() }
+}
+
+describe("GET /events", () => {
+  it("a page insert, update and delete reach an EventSource client (token in the query) as page_change", async () => {
+    const source = new EventSource(`${stack.main.url}/events?token=${encodeURIComponent(member.token)}`)
+    const received: Array<{ schema: string; slug: string }> = []
+    source.addEventListener("page_change", (event) => received.push(JSON.parse(event.data) as { schema: string; slug: string }))
+    await new Promise<void>((resolve, reject) => {
+      source.onopen = () => resolve()
+      source.onerror = () => reject(new Error("EventSource failed to open"))
+    })
+    try {
+      const slug = freshSlug()
+      const started = Date.now()
+      await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "Title", "<p>1</p>"])
+      await callSys("SELECT sys.update_page($1, NULL, $2)", [slug, "<p>2</p>"])
+      await callSys("SELECT sys.delete_page($1)", [slug])
+      while (received.length < 3 && Date.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(received).toEqual([{ schema: "public", slug }, { schema: "public", slug }, { schema: "public", slug }])
+      expect(Date.now() - started).toBeLessThan(1_500)
+    } finally {
+      source.close()
+    }
+  })
+
+  it("a raw HTTP reader with the Authorization header sees `: connected`, heartbeats at the configured interval, and events", async () => {
+    const stream = openRawStream("/events", { authorization: `Bearer ${member.token}` })
+    try {
+      await stream.waitFor(/^: connected\n\n/)
+      expect(stream.status()).toBe(200)
+      const slug = freshSlug()
+      await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "T", ""])
+      await stream.waitFor(new RegExp(`event: page_change\\ndata: \\{"schema":"public","slug":"${slug}"\\}\\n\\n`), 1_000)
+      await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS * 3 + 100))
+      const heartbeats = stream.text().match(/: heartbeat\n\n/g) ?? []
+      expect(heartbeats.length).toBeGreaterThanOrEqual(2)
+      expect(heartbeats.length).toBeLessThanOrEqual(6)
+    } finally {
+      stream.close()
+    }
+  })
+
+  it("is 401 without a token or with a bad one, and answers text/event-stream with one", async () => {
+    expect((await fetch(`${stack.main.url}/events`)).status).toBe(401)
+    const bad = await fetch(`${stack.main.url}/events?token=not-a-jwt`)
+    expect(bad.status).toBe(401)
+    expect(await bad.json()).toEqual({ error: expect.any(String) })
+    const controller = new AbortController()
+    const good = await fetch(`${stack.main.url}/events?token=${member.token}`, { signal: controller.signal })
+    expect(good.status).toBe(200)
+    expect(good.headers.get("content-type")).toContain("text/event-stream")
+    controller.abort()
+  })
+
+  it("limits the streams of one user (429), and frees a slot when a stream closes", async () => {
+    const user = await signedIn(stack, `limit-${Date.now()}@plinth.test`, "staff")
+    const open = [0, 1, 2].map(() => openRawStream("/events", { authorization: `Bearer ${user.token}` }))
+    await Promise.all(open.map((stream) => stream.waitFor(/: connected/)))
+    const fourth = await fetch(`${stack.main.url}/events`, { headers: { authorization: `Bearer ${user.token}` } })
+    expect(fourth.status).toBe(429)
+    expect(await fourth.json()).toEqual({ error: expect.stringContaining("3") })
+    open[0]!.close()
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const again = openRawStream("/events", { authorization: `Bearer ${user.token}` })
+    await again.waitFor(/: connected/)
+    for (const stream of [...open, again]) stream.close()
+  })
+
+  it("survives a killed LISTEN connection: clients get `resync`, and later changes flow again", async () => {
+    const stream = openRawStream("/events", { authorization: `Bearer ${member.token}` })
+    try {
+      await stream.waitFor(/: connected/)
+      const killed = await query(stack.db.adminUrl, (sql) =>
+        sql<{ n: number }>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE '%LISTEN%page_change%'`)
+      expect(killed[0]!.n).toBeGreaterThanOrEqual(1)
+      await stream.waitFor(/event: resync\ndata: \{\}\n\n/, 10_000)
+      const slug = freshSlug()
+      await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "after", ""])
+      await stream.waitFor(new RegExp(`"slug":"${slug}"`), 2_000)
+    } finally {
+      stream.close()
+    }
+  }, 30_000)
+})
+
+describe("a crowd", () => {
+  let crowd: AuthStack
+  beforeAll(async () => {
+    crowd = await startAuthStack({ EVENTS_MAX_STREAMS_PER_USER: "2000" })
+  })
+  afterAll(() => crowd?.close())
+
+  it("1,000 concurrent streams all receive one change", async () => {
+    const user = await signedIn(crowd, "crowd@plinth.test", "member")
+    const manager = await signedIn(crowd, "crowd-owner@plinth.test", "owner")
+    const streams: Array<ReturnType<typeof openRawStream>> = []
+    try {
+      for (let i = 0; i < 1_000; i++) streams.push(openRawStream("/events", { authorization: `Bearer ${user.token}` }, crowd.main.url))
+      await Promise.all(streams.map((stream) => stream.waitFor(/: connected/, 30_000)))
+      const slug = freshSlug()
+      const started = Date.now()
+      const created = await post(crowd.main.url, "/sql", { sql: "SELECT sys.create_page($1, $2, $3)", params: [slug, "T", ""] }, {
+        token: manager.token
+      })
+      expect(created.status).toBe(200)
+      await Promise.all(streams.map((stream) => stream.waitFor(new RegExp(`"slug":"${slug}"`), 10_000)))
+      // Not a performance assertion (that is bench/): only that nobody waited on a slow path.
+      expect(Date.now() - started).toBeLessThan(10_000)
+    } finally {
+      for (const stream of streams) stream.close()
+    }
+  }, 120_000)
+})
+
+describe("TenantActor", () => {
+  it("drops a subscriber that falls behind without holding up the others", async () => {
+    const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const actor = yield* makeTenantActor({ name: "test", bufferSize: 2 })
+      const pg = yield* PgClient.PgClient
+      const slow = yield* actor.subscribe("slow-user")
+      const fast = yield* actor.subscribe("fast-user")
+      const fastFiber = yield* Effect.forkChild(Stream.runCollect(Stream.take(fast, 5)))
+      // Give the actor's LISTEN a moment to be in place.
+      yield* Effect.sleep("300 millis")
+      for (let i = 0; i < 5; i++) yield* pg.notify("page_change", `public:p${i}`)
+      const fastEvents = yield* Fiber.join(fastFiber)
+      // The slow one never read: it got its 2 buffered events and then its stream ended.
+      const slowEvents = yield* Stream.runCollect(slow)
+      return { fast: Chunk.size(Chunk.fromIterable(fastEvents)), slow: Chunk.size(Chunk.fromIterable(slowEvents)), subscribers: actor.subscribers() }
+    })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
+    expect(result.fast).toBe(5)
+    expect(result.slow).toBe(2)
+  })
+})
