@@ -7,7 +7,7 @@ REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLI
 GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO authenticator, chat_authenticator;
 
 -- Backend signalling, NOTIFY, session-level advisory locks (they would outlive the request on a
--- pooled connection), queries smuggled in as text, and large objects (server-side files).
+-- pooled connection), queries smuggled in as text, large objects (server-side files) and replication.
 DO $$
 DECLARE
   fn regprocedure;
@@ -25,7 +25,10 @@ BEGIN
           'query_to_xml', 'query_to_xmlschema', 'query_to_xml_and_xmlschema', 'cursor_to_xml', 'cursor_to_xmlschema',
           'pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file',
           'pg_logical_emit_message', 'pg_switch_wal', 'pg_create_restore_point',
-          'dblink', 'dblink_exec', 'dblink_connect'
+          'dblink', 'dblink_exec', 'dblink_connect',
+          'ts_stat', 'ts_rewrite',
+          'pg_create_physical_replication_slot', 'pg_create_logical_replication_slot', 'pg_drop_replication_slot',
+          'pg_replication_origin_create', 'pg_replication_origin_drop'
         )
         OR p.proname LIKE 'lo\_%'
         OR p.proname IN ('loread', 'lowrite')

@@ -5,7 +5,7 @@
  */
 import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SqlError } from "effect/sql"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
@@ -13,7 +13,7 @@ import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
-import { type ResponseTooLarge, runStatement, type StatementResult } from "../services/SqlRunner.ts"
+import { type ResponseTooLarge, runStatement, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
 import { CurrentPrincipal } from "./Authentication.ts"
 import { BadRequest, databaseErrorResponse, Forbidden, Unavailable } from "./Errors.ts"
 import { MainApi } from "./MainApi.ts"
@@ -52,7 +52,7 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
    * encode a declared error with one fixed status.
    */
   const failures = <R>(
-    effect: Effect.Effect<HttpServerResponse.HttpServerResponse, SqlError.SqlError | SqlParseError | ResponseTooLarge | BadRequest | Forbidden, R>
+    effect: Effect.Effect<HttpServerResponse.HttpServerResponse, SqlError.SqlError | SqlParseError | ResponseTooLarge | UnsupportedResult | BadRequest | Forbidden, R>
   ) =>
     Effect.catchTags(effect, {
       SqlError: (error) => {
@@ -66,6 +66,7 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
         Effect.succeed(databaseErrorResponse({ message: error.message, code: "42601", position: error.position ?? undefined }, {
           production: config.isProduction
         })),
+      UnsupportedResult: (error) => Effect.fail(new BadRequest({ error: error.message })),
       ResponseTooLarge: (error) =>
         Effect.fail(new BadRequest({ error: `the result is larger than ${error.limitBytes} bytes; select fewer rows or columns` }))
     })
@@ -104,3 +105,13 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
         return respond(result)
       })))
 }))
+
+/**
+ * `/function/<name>` that `/function/:name` could not take (a name past the router's length
+ * limit, a broken %-escape, an empty name): still an invalid function name, not an unknown route.
+ */
+export const InvalidFunctionNameRoute = HttpRouter.add(
+  "POST",
+  "/function/*",
+  Effect.succeed(HttpServerResponse.jsonUnsafe({ error: "invalid function name" }, { status: 400 }))
+)

@@ -41,7 +41,12 @@ const logRequests = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerRespo
 const ErrorBodies = HttpRouter.middleware((app) => {
   const finish = (response: HttpServerResponse.HttpServerResponse) =>
     Effect.gen(function*() {
-      return HttpServerResponse.setHeader(withErrorBody(response), "x-request-id", yield* RequestId)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      // The router cannot match a path it cannot decode; that is the caller's mistake, not a 404.
+      const answer = response.status === 404 && !isDecodable(request.url)
+        ? HttpServerResponse.jsonUnsafe({ error: "malformed URL" }, { status: 400 })
+        : withErrorBody(response)
+      return HttpServerResponse.setHeader(answer, "x-request-id", yield* RequestId)
     })
   const handled = Effect.matchCauseEffect(app, {
     onSuccess: finish,
@@ -55,6 +60,16 @@ const ErrorBodies = HttpRouter.middleware((app) => {
   // The router's type insists that middleware pass errors on; this one answers them all instead.
   return handled as Effect.Effect<HttpServerResponse.HttpServerResponse> as typeof app
 }, { global: true })
+
+/** A path the router could not even decode is the caller's mistake (400); anything else is 404. */
+const isDecodable = (url: string) => {
+  try {
+    decodeURIComponent(url.split("?")[0] ?? "")
+    return true
+  } catch {
+    return false
+  }
+}
 
 const NotFoundRoute = HttpRouter.add("*", "*", Effect.succeed(HttpServerResponse.jsonUnsafe({ error: "not found" }, { status: 404 })))
 

@@ -3,7 +3,7 @@ import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
-import { DataHandlers } from "./DataRoutes.ts"
+import { DataHandlers, InvalidFunctionNameRoute } from "./DataRoutes.ts"
 import { EventsRoute } from "./EventsRoutes.ts"
 import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
 import { MainApi } from "./MainApi.ts"
@@ -19,4 +19,4 @@ const ApiRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }
 )
 
 /** The HttpApi routes plus GET /events, which streams and so is a plain router route. */
-export const MainRoutes = Layer.mergeAll(ApiRoutes, EventsRoute)
+export const MainRoutes = Layer.mergeAll(ApiRoutes, EventsRoute, InvalidFunctionNameRoute)

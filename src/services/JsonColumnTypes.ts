@@ -17,6 +17,10 @@
  * | arrays of any of these | arrays |
  *
  * `infinity` and `-infinity` timestamps are the strings `"infinity"` and `"-infinity"`.
+ *
+ * Types without a JSON form here (ranges, geometric types, money, bit strings, text-search types,
+ * multi-dimensional arrays) are refused with a message asking for a cast to text, rather than
+ * sent as the binary bytes the driver would otherwise pass through as a garbled string.
  */
 import { PgTypes } from "@effect/sql-pg"
 import { Result } from "effect"
@@ -90,6 +94,19 @@ const codec = (oid: number, decode: (bytes: Uint8Array) => Result.Result<string,
 
 const OID = PgTypes.OID
 
+/** Types the driver would hand over as raw binary: refused by name, so the caller can cast. */
+const WITHOUT_JSON_FORM: ReadonlyArray<readonly [number, string]> = [
+  [600, "point"], [601, "lseg"], [602, "path"], [603, "box"], [604, "polygon"], [628, "line"], [718, "circle"],
+  [790, "money"], [829, "macaddr"], [774, "macaddr8"], [1560, "bit"], [1562, "bit varying"],
+  [3614, "tsvector"], [3615, "tsquery"], [2249, "record"],
+  [3904, "int4range"], [3906, "numrange"], [3908, "tsrange"], [3910, "tstzrange"], [3912, "daterange"], [3926, "int8range"],
+  [4451, "int4multirange"], [4532, "nummultirange"], [4533, "tsmultirange"], [4534, "tstzmultirange"], [4535, "datemultirange"],
+  [4536, "int8multirange"]
+]
+
+/** The message of a result column that cannot be sent as JSON; SqlRunner recognises it. */
+export const NO_JSON_FORM = "has no JSON form; cast it to text"
+
 /** The registry the main and chat pools decode with. */
 export const makeJsonColumnTypes = (): PgTypes.Registry => {
   const registry = PgTypes.makeRegistry()
@@ -122,5 +139,8 @@ export const makeJsonColumnTypes = (): PgTypes.Registry => {
     { arrayOid: OID.intervalArray }
   )
   registry.register(OID.bytea, codec(OID.bytea, (bytes) => Result.succeed(formatBytea(bytes))), { arrayOid: OID.byteaArray })
+  for (const [oid, name] of WITHOUT_JSON_FORM) {
+    registry.register(oid, codec(oid, () => Result.fail(new PgTypes.CodecError({ message: `a column of type ${name} ${NO_JSON_FORM}` }))))
+  }
   return registry
 }

@@ -37,7 +37,9 @@ const DENIED_FUNCTIONS = new Set([
   "pg_logical_emit_message", "pg_switch_wal", "pg_create_restore_point", "pg_promote",
   "pg_create_physical_replication_slot", "pg_create_logical_replication_slot", "pg_drop_replication_slot",
   "pg_replication_origin_create", "pg_replication_origin_drop",
-  "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query"
+  "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query",
+  // Full-text helpers that run a query given as text.
+  "ts_stat", "ts_rewrite"
 ])
 
 const isDenied = (name: string) => DENIED_FUNCTIONS.has(name) || name.startsWith("lo_") || name.startsWith("dblink")
@@ -82,6 +84,8 @@ const KIND_NAMES: Record<string, string> = {
   DiscardStmt: "DISCARD",
   LoadStmt: "LOAD",
   CheckPointStmt: "CHECKPOINT",
+  SecLabelStmt: "SECURITY LABEL",
+  CreatedbStmt: "CREATE DATABASE",
   ReindexStmt: "REINDEX",
   ClusterStmt: "CLUSTER"
 }
@@ -106,6 +110,35 @@ const calledFunctions = (node: unknown, found: Array<string> = []): Array<string
   return found
 }
 
+/** PostgreSQL 18's tree names it `returningClause` (with a `exprs` list); older ones `returningList`. */
+const hasReturning = (body: Record<string, unknown>): boolean => {
+  const clause = body["returningClause"] as { exprs?: ReadonlyArray<unknown> } | undefined
+  const list = body["returningList"]
+  return (clause?.exprs?.length ?? 0) > 0 || (Array.isArray(list) && list.length > 0)
+}
+
+/** The system catalog a data-modifying statement (top level or in a CTE) targets, if any. */
+const writtenCatalog = (node: unknown): string | undefined => {
+  if (Array.isArray(node)) {
+    for (const item of node) {
+      const found = writtenCatalog(item)
+      if (found !== undefined) return found
+    }
+  } else if (typeof node === "object" && node !== null) {
+    for (const [key, value] of Object.entries(node)) {
+      if ((key === "InsertStmt" || key === "UpdateStmt" || key === "DeleteStmt" || key === "MergeStmt") && typeof value === "object" && value !== null) {
+        const target = (value as { relation?: { relname?: string; schemaname?: string } }).relation
+        const schema = target?.schemaname?.toLowerCase()
+        const name = target?.relname?.toLowerCase() ?? ""
+        if (schema === "pg_catalog" || schema === "information_schema" || name.startsWith("pg_")) return `${schema ?? "pg_catalog"}.${name}`
+      }
+      const found = writtenCatalog(value)
+      if (found !== undefined) return found
+    }
+  }
+  return undefined
+}
+
 const classify = (result: ParseResult): Effect.Effect<GuardedStatement, StatementRefused> => {
   const statements = result.stmts ?? []
   if (statements.length === 0) return Effect.fail(new StatementRefused({ message: "sql contains no statement" }))
@@ -121,8 +154,10 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
   }
   const denied = calledFunctions(tree).find(isDenied)
   if (denied !== undefined) return Effect.fail(new StatementRefused({ message: `function ${denied} is not allowed` }))
-  const returning = body["returningList"]
-  return Effect.succeed({ kind, returnsRows: kind === "SELECT" || (Array.isArray(returning) && returning.length > 0) })
+  // `UPDATE pg_settings SET setting = ...` is set_config by another name.
+  const catalog = writtenCatalog(tree)
+  if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
+  return Effect.succeed({ kind, returnsRows: kind === "SELECT" || hasReturning(body) })
 }
 
 /** Parse results are reused: clients send the same few statements over and over. */
@@ -144,6 +179,8 @@ export const makeSqlGuard = () => {
   }
   return SqlGuard.of({
     check: Effect.fn("SqlGuard.check")(function*(text: string) {
+      // The parser stops at a NUL and the server refuses the message: neither is the caller's answer.
+      if (text.includes("\u0000")) return yield* new StatementRefused({ message: "sql may not contain NUL characters" })
       const known = cache.get(text)
       if (known !== undefined) {
         // Refresh its place: the map's order is the eviction order.

@@ -4,11 +4,16 @@
  * as the rows stream in, so that a result over the size limit fails early instead of filling
  * memory.
  */
-import { PgTypes } from "@effect/sql-pg"
 import { Effect, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { asRequest, type RequestContext } from "./RequestContext.ts"
+import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
+
+/** A result column whose type has no JSON form (JsonColumnTypes), or an array the driver cannot read. */
+export class UnsupportedResult extends Schema.TaggedError<UnsupportedResult>()("UnsupportedResult", {
+  message: Schema.String
+}) {}
 
 export class ResponseTooLarge extends Schema.TaggedError<ResponseTooLarge>()("ResponseTooLarge", {
   limitBytes: Schema.Number
@@ -21,16 +26,40 @@ export interface StatementResult {
 }
 
 /**
- * JSON → bind parameter. Scalars go as untyped text, so PostgreSQL infers each parameter's type
- * from where it is used (a number can fill an integer, numeric or text column alike, without
- * losing digits); objects and arrays go as `json`.
+ * JSON → bind parameter. Everything goes as untyped text, so PostgreSQL infers each parameter's
+ * type from where it is used: a number fills an integer, numeric or text column alike without
+ * losing digits, and an object or array fills a json or jsonb column or parameter. Where the
+ * type cannot be inferred (`$1 ->> 'a'`), the caller casts (`$1::jsonb ->> 'a'`).
  */
-export const toParameter = (value: unknown): unknown => {
+export const toParameter = (value: unknown): string | null => {
   if (value === null || value === undefined) return null
   if (typeof value === "string") return value
   if (typeof value === "number" || typeof value === "boolean") return String(value)
-  return PgTypes.json(value)
+  return JSON.stringify(value)
 }
+
+interface CodecFailure { readonly _tag?: string; readonly message?: string; readonly cause?: unknown }
+
+/** The driver's decoding failure inside a SqlError (it surfaces as a defect of the stream). */
+const codecFailure = (defect: unknown): string | undefined => {
+  let cause: unknown = defect
+  for (let depth = 0; depth < 4 && typeof cause === "object" && cause !== null; depth++) {
+    const current = cause as CodecFailure & { readonly reason?: unknown }
+    if (current._tag === "PgTypesCodecError") return current.message
+    cause = current.reason ?? current.cause
+  }
+  return undefined
+}
+
+const unsupportedResults = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | UnsupportedResult, R> =>
+  Effect.catchCause(effect, (cause): Effect.Effect<never, E | UnsupportedResult> => {
+    const message = cause.reasons.map((reason) => codecFailure(reason._tag === "Die" ? reason.defect : reason._tag === "Fail" ? reason.error : undefined))
+      .find((found) => found !== undefined)
+    if (message === undefined) return Effect.failCause(cause)
+    return Effect.fail(new UnsupportedResult({
+      message: message.includes(NO_JSON_FORM) ? message : `a result column cannot be sent as JSON (${message}); cast it to text`
+    }))
+  })
 
 /** Runs `text` as `context`; rows stream into JSON text, bounded by `maxResponseBytes`. */
 export const runStatement = Effect.fn("SqlRunner.run")(function*(
@@ -47,7 +76,7 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
     const result = yield* asRequest(context, query.raw)
     return { rowsJson: "[]", rowCount: (result as { readonly rowCount: number }).rowCount } satisfies StatementResult
   }
-  return yield* asRequest(
+  return yield* unsupportedResults(asRequest(
     context,
     Effect.suspend(() => {
       const parts: Array<string> = []
@@ -55,7 +84,7 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
       return query.stream.pipe(
         Stream.runForEach((row) => {
           const json = JSON.stringify(row)
-          bytes += json.length + 1
+          bytes += Buffer.byteLength(json) + 1
           if (bytes > maxResponseBytes) return Effect.fail(new ResponseTooLarge({ limitBytes: maxResponseBytes }))
           parts.push(json)
           return Effect.void
@@ -63,5 +92,5 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
         Effect.map((): StatementResult => ({ rowsJson: `[${parts.join(",")}]`, rowCount: parts.length }))
       )
     })
-  )
+  ))
 })

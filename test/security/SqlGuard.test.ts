@@ -51,9 +51,7 @@ describe("what passes", () => {
     expect(await check(text)).toEqual(expected)
   })
 
-  // BUG: the guard reads `returningList`, but PostgreSQL 18's parse tree (libpg-query 18) calls it
-  // `returningClause`, so statements with RETURNING are classified as returning no rows.
-  it.fails.each([
+  it.each([
     ["INSERT INTO items (name) VALUES ('a') RETURNING id", "INSERT"],
     ["UPDATE items SET name = 'b' RETURNING *", "UPDATE"],
     ["DELETE FROM items WHERE id = 1 RETURNING id", "DELETE"]

@@ -30,9 +30,7 @@ const expectPlainError = (response: { status: number; body: unknown }, status = 
 }
 
 describe("CRUD with parameters", () => {
-  // BUG: the SQL guard looks for `returningList`, but PostgreSQL 18's parse tree (libpg-query 18)
-  // calls it `returningClause`, so a statement with RETURNING is run as a count-only statement.
-  it.fails("INSERT … RETURNING answers the inserted row and rowCount 1", async () => {
+  it("INSERT … RETURNING answers the inserted row and rowCount 1", async () => {
     const response = await run(
       "INSERT INTO items (name, price, qty) VALUES ($1, $2, $3) RETURNING id, name, price, qty, meta, created_by",
       ["crud-returning", 9.99, 3]
@@ -87,8 +85,7 @@ describe("CRUD with parameters", () => {
       .toMatchObject({ status: 200, body: { rows: [{ name: "keep-1" }], rowCount: 1 } })
   })
 
-  // BUG: as above (`returningClause` is not recognised); the answer is { rows: [], rowCount: 1 }.
-  it.fails("UPDATE … RETURNING and DELETE … RETURNING answer the rows they touched", async () => {
+  it("UPDATE … RETURNING and DELETE … RETURNING answer the rows they touched", async () => {
     await run("INSERT INTO items (name, qty) VALUES ($1, 5)", ["ret-1"])
     const updated = await run("UPDATE items SET qty = qty * 2 WHERE name = $1 RETURNING name, qty", ["ret-1"])
     expect(updated.status).toBe(200)
@@ -246,17 +243,13 @@ describe("SQL_MAX_RESPONSE_BYTES", () => {
     })
   })
 
-  // BUG: SqlRunner counts JSON.stringify(row).length, i.e. UTF-16 code units, not bytes: 6000
-  // "é" are about 6 KB by that count but 12 KB on the wire, and the answer is 200.
-  it.fails("the limit counts bytes, not characters", async () => {
+  it("the limit counts bytes, not characters", async () => {
     const response = await run<PlainErrorBody>("SELECT repeat('é', 6000) AS s")
     expectPlainError(response)
     expect(response.body.error).toContain(String(MAX_RESPONSE_BYTES))
   })
 
-  // BUG: RETURNING is not recognised (see "INSERT … RETURNING"), so the rows are never read
-  // and the limit never applies: the answer is 200 { rows: [], rowCount: 200 }, and the rows stay.
-  it.fails("the limit also bounds RETURNING", async () => {
+  it("the limit also bounds RETURNING", async () => {
     const response = await run<PlainErrorBody>(
       "INSERT INTO items (name) SELECT 'big-' || g || repeat('y', 100) FROM generate_series(1, 200) AS g RETURNING name"
     )
