@@ -24,6 +24,7 @@ import {
   Unauthorized
 } from "./Errors.ts"
 import { MainApi } from "./MainApi.ts"
+import { CurrentTenant } from "./TenantSelection.ts"
 
 /** The edge proxy's client-address header when present (first hop), else the socket's address. */
 const clientAddress = (request: HttpServerRequest.HttpServerRequest, header: string): string => {
@@ -34,7 +35,13 @@ const clientAddress = (request: HttpServerRequest.HttpServerRequest, header: str
 
 const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInUser) {
   const tokens = yield* AccessTokens
-  const token = yield* tokens.issue({ userId: user.id, role: user.role, email: user.email })
+  const tenant = yield* CurrentTenant
+  const token = yield* tokens.issue({
+    userId: user.id,
+    role: user.role,
+    email: user.email,
+    ...(Option.isSome(tenant) ? { tenant: tenant.value } : {})
+  })
   return { token, user }
 })
 
@@ -52,7 +59,9 @@ export const AuthHandlers = HttpApiBuilder.group(MainApi, "auth", Effect.fn(func
       Effect.gen(function*() {
         const address = clientAddress(request, config.clientIpHeader)
         // Spec §8: rate limits first, the challenge after.
-        yield* limiter.check(magicLinkKeys(payload.email, address)).pipe(
+        // One mailbox in two tenants is two users: buckets are per tenant.
+        const tenant = Option.getOrElse(yield* CurrentTenant, () => "")
+        yield* limiter.check(magicLinkKeys(payload.email, address).map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
           Effect.mapError((limited) =>
             new TooManyRequests({ error: "too many sign-in requests; try again later", retryAfterSeconds: limited.retryAfterSeconds })
           )

@@ -2,16 +2,17 @@
  * `Authorization: Bearer <jwt>` → the caller (`CurrentPrincipal`), or 401. Roles narrower than
  * "any signed-in user" are checked by the routes that need them, and again by the database.
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { AccessTokens, type AppRole, type Principal } from "../services/AccessTokens.ts"
 import { Forbidden, Unauthorized } from "./Errors.ts"
+import { CurrentTenant } from "./TenantSelection.ts"
 
 export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("plinth/CurrentPrincipal") {}
 
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentPrincipal }>()(
   "plinth/Authentication",
-  { security: { bearer: HttpApiSecurity.bearer }, error: Unauthorized }
+  { security: { bearer: HttpApiSecurity.bearer }, error: [Unauthorized, Forbidden] }
 ) {}
 
 export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(function*() {
@@ -20,10 +21,19 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
     bearer: (httpEffect, { credential }) =>
       tokens.verify(Redacted.value(credential)).pipe(
         Effect.mapError((error) => new Unauthorized({ error: error.reason })),
+        Effect.tap(checkTenant),
         Effect.flatMap((principal) => Effect.provideService(httpEffect, CurrentPrincipal, principal))
       )
   })
 }))
+
+/** Spec §5.3: in multi-tenant mode a token is good only for the tenant it was issued for. */
+export const checkTenant = Effect.fn("Authentication.checkTenant")(function*(principal: Principal) {
+  const tenant = yield* CurrentTenant
+  if (Option.isSome(tenant) && principal.tenant !== tenant.value) {
+    return yield* new Forbidden({ error: "this token belongs to another tenant" })
+  }
+})
 
 /** The caller, if their role is one of `roles`; otherwise 403. */
 export const requireRole = Effect.fn("Authentication.requireRole")(function*(roles: ReadonlyArray<AppRole>) {

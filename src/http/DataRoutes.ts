@@ -17,7 +17,7 @@ import { type ResponseTooLarge, runStatement, type StatementResult, type Unsuppo
 import { CurrentPrincipal } from "./Authentication.ts"
 import { BadRequest, databaseErrorResponse, Forbidden, Unavailable } from "./Errors.ts"
 import { MainApi } from "./MainApi.ts"
-import { RequestContextResolver } from "./RequestContextResolver.ts"
+import { resolveRequestContext } from "./RequestContextResolver.ts"
 
 /** `schema.name` or `name`, each an unquoted-style identifier PostgreSQL would accept. */
 const FUNCTION_NAME = /^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,62})$/
@@ -45,7 +45,6 @@ const respond = (result: StatementResult) =>
 export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(function*(handlers) {
   const config = yield* PlinthConfig
   const guard = yield* SqlGuard
-  const contextFor = yield* RequestContextResolver
 
   /**
    * Database failures are answered here, as responses with their own §7 status: HttpApi would
@@ -78,7 +77,7 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
         const statement = yield* guard.check(payload.sql).pipe(
           Effect.catchTag("StatementRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
         )
-        const context = yield* contextFor(principal, request)
+        const context = yield* resolveRequestContext(principal, request)
         const result = yield* runStatement(context, payload.sql, payload.params ?? [], statement, config.sqlMaxResponseBytes)
         return respond(result)
       })))
@@ -94,7 +93,7 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
         if (isDeniedFunction(name!)) return yield* new Forbidden({ error: `function ${name} is not allowed` })
         const qualified = schema === undefined ? quoteIdentifier(name!) : `${quoteIdentifier(schema)}.${quoteIdentifier(name!)}`
         const placeholders = payload.map((_, index) => `$${index + 1}`).join(", ")
-        const context = yield* contextFor(principal, request)
+        const context = yield* resolveRequestContext(principal, request)
         const result = yield* runStatement(
           context,
           `SELECT * FROM ${qualified}(${placeholders})`,

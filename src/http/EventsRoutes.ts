@@ -10,6 +10,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type PageEvent, TenantActor } from "../actors/TenantActor.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { checkTenant } from "./Authentication.ts"
 import { TooManyRequests, Unauthorized } from "./Errors.ts"
 
 const frame = (event: PageEvent): string =>
@@ -32,6 +33,7 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const principal = yield* tokens.verify(bearerToken(request)).pipe(
     Effect.mapError((error) => new Unauthorized({ error: error.reason }))
   )
+  yield* checkTenant(principal)
   // Subscribe before answering: a client that has seen `: connected` misses nothing after it.
   const events = yield* tenant.subscribe(principal.userId).pipe(
     Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))

@@ -5,14 +5,12 @@ import { Introspection } from "../services/Introspection.ts"
 import { CurrentPrincipal } from "./Authentication.ts"
 import { databaseUnavailable } from "./Errors.ts"
 import { MainApi } from "./MainApi.ts"
-import { RequestContextResolver } from "./RequestContextResolver.ts"
+import { resolveRequestContext } from "./RequestContextResolver.ts"
 
-export const IntrospectionHandlers = HttpApiBuilder.group(MainApi, "introspection", Effect.fn(function*(handlers) {
-  const introspection = yield* Introspection
-  const contextFor = yield* RequestContextResolver
-  return handlers.handle("introspect", ({ request }) =>
+export const IntrospectionHandlers = HttpApiBuilder.group(MainApi, "introspection", (handlers) =>
+  handlers.handle("introspect", ({ request }) =>
     Effect.gen(function*() {
-      const context = yield* contextFor(yield* CurrentPrincipal, request)
-      return yield* introspection.describe(context)
-    }).pipe(databaseUnavailable))
-}))
+      const context = yield* resolveRequestContext(yield* CurrentPrincipal, request)
+      // The tenant's introspection (and its cache), so it is looked up per request.
+      return yield* (yield* Introspection).describe(context)
+    }).pipe(databaseUnavailable)))

@@ -7,7 +7,6 @@ import { DataHandlers, InvalidFunctionNameRoute } from "./DataRoutes.ts"
 import { EventsRoute } from "./EventsRoutes.ts"
 import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
 import { MainApi } from "./MainApi.ts"
-import { RequestContextResolver } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
 
@@ -15,7 +14,7 @@ const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => han
 
 const ApiRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, DataHandlers, IntrospectionHandlers]),
-  Layer.provide([ValidationErrorsLive, AuthenticationLive, RequestContextResolver.layer])
+  Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 
 /** The HttpApi routes plus GET /events, which streams and so is a plain router route. */

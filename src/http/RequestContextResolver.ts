@@ -1,32 +1,25 @@
 /**
  * The caller plus the app their `X-App-Schema` names: everything RequestContext needs to set up
  * the request's transaction. Absent (or `public`): the public schema; malformed or unknown: 400.
+ * The app registry is the request's tenant's, so it is looked up per request.
  */
-import { Effect, Layer, Option } from "effect"
-import { Context } from "effect"
+import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import type { SqlError } from "effect/sql"
 import type { Principal } from "../services/AccessTokens.ts"
 import { AppRegistry, SCHEMA_NAME } from "../services/AppRegistry.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import type { RequestContext } from "../services/RequestContext.ts"
 import { BadRequest } from "./Errors.ts"
 
-export class RequestContextResolver extends Context.Service<
-  RequestContextResolver,
-  (principal: Principal, request: HttpServerRequest.HttpServerRequest) => Effect.Effect<RequestContext, BadRequest | SqlError.SqlError>
->()("plinth/RequestContextResolver") {
-  static readonly layer = Layer.effect(RequestContextResolver, Effect.gen(function*() {
+export const resolveRequestContext = Effect.fn("RequestContext.resolve")(
+  function*(principal: Principal, request: HttpServerRequest.HttpServerRequest) {
     const config = yield* PlinthConfig
-    const apps = yield* AppRegistry
-    return Effect.fn("RequestContextResolver.resolve")(function*(principal: Principal, request: HttpServerRequest.HttpServerRequest) {
-      const header = request.headers["x-app-schema"]
-      const base: RequestContext = { role: principal.role, userId: principal.userId, statementTimeout: config.sqlTimeout }
-      if (header === undefined || header === "" || header === "public") return base
-      if (!SCHEMA_NAME.test(header)) return yield* new BadRequest({ error: "invalid X-App-Schema" })
-      const app = yield* apps.resolve(header)
-      if (Option.isNone(app)) return yield* new BadRequest({ error: `unknown app schema: ${header}` })
-      return { ...base, app: app.value }
-    })
-  }))
-}
+    const header = request.headers["x-app-schema"]
+    const base: RequestContext = { role: principal.role, userId: principal.userId, statementTimeout: config.sqlTimeout }
+    if (header === undefined || header === "" || header === "public") return base
+    if (!SCHEMA_NAME.test(header)) return yield* new BadRequest({ error: "invalid X-App-Schema" })
+    const app = yield* (yield* AppRegistry).resolve(header)
+    if (Option.isNone(app)) return yield* new BadRequest({ error: `unknown app schema: ${header}` })
+    return { ...base, app: app.value }
+  }
+)

@@ -1,57 +1,43 @@
 /**
- * The two services as layers: routes + database pool + HTTP server. Both share one codebase and
- * differ only in their routes and the role they connect as.
+ * The two services as layers: routes + tenants (database pools) + HTTP server. Both share one
+ * codebase and differ only in their routes and the role they connect as.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
-import { RateLimiter } from "../actors/RateLimiter.ts"
-import { TenantActor } from "../actors/TenantActor.ts"
+import { TenantSelection } from "../http/TenantSelection.ts"
 import { Challenge } from "../services/Challenge.ts"
 import { Mailer } from "../services/Mailer.ts"
-import { AppRegistry } from "../services/AppRegistry.ts"
-import { CatalogWatch } from "../services/CatalogWatch.ts"
-import { Introspection } from "../services/Introspection.ts"
-import { makeJsonColumnTypes } from "../services/JsonColumnTypes.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
-import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { requireUrl } from "./Database.ts"
+import { tenantSource } from "./Tenancy.ts"
 
-const POOL_SIZE = 20
+/** What the main service's handlers stand on, besides the tenant of each request. */
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiter.layer, Challenge.layer, Mailer.layer, SqlGuard.layer)
 
-const pool = (url: string) =>
-  PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth", types: makeJsonColumnTypes() })
+const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Option.getOrUndefined(Option.map(value, Redacted.value))
 
-/** What the main service's handlers stand on, besides its database pool. */
-const MainDependencies = Layer.mergeAll(
-  AccessTokensLive,
-  RateLimiter.layer,
-  Challenge.layer,
-  Mailer.layer,
-  SqlGuard.layer,
-  // One LISTEN connection tells both caches when the catalog changes.
-  Layer.mergeAll(AppRegistry.layer, Introspection.layer).pipe(Layer.provide(CatalogWatch.layer))
-)
-
-/** The tenant of a single-tenant process: its LISTEN connection and event fan-out. */
-const SingleTenant = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* PlinthConfig
-  return TenantActor.layer({ name: "default", maxStreamsPerUser: config.eventsMaxStreamsPerUser })
-}))
-
-/** The main service, connected as `authenticator`. */
+/** The main service, connected as `authenticator` (in multi-tenant mode: to the control database). */
 export const mainService = (listen: ListenOptions, databaseUrl: string) =>
-  serveHttp(MainRoutes, listen).pipe(
-    Layer.provide(Layer.mergeAll(MainDependencies, SingleTenant)),
-    Layer.provide(pool(databaseUrl))
-  )
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
+      Layer.provide(Layer.mergeAll(MainDependencies, tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl))))
+    )
+  }))
 
 /** The chat service, connected as `chat_authenticator`. */
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>
-  serveHttp(ChatRoutes, listen).pipe(Layer.provide(pool(databaseUrl)))
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
+      Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl)))
+    )
+  }))
 
 /** The main service on `HOST:PORT`. */
 export const MainService = Layer.unwrap(Effect.gen(function*() {

@@ -80,6 +80,8 @@ export const ConfigValues = Config.all({
   anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-5")),
   sqlTimeout: Config.schema(PositiveDuration, "SQL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(15))),
   sqlMaxResponseBytes: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "SQL_MAX_RESPONSE_BYTES").pipe(Config.withDefault(64 * 1024 * 1024)),
+  tenantIdleTimeout: Config.schema(PositiveDuration, "TENANT_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5))),
+  tenantMaxLive: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "TENANT_MAX_LIVE").pipe(Config.withDefault(100)),
   eventsHeartbeat: Config.schema(PositiveDuration, "EVENTS_HEARTBEAT").pipe(Config.withDefault(Duration.seconds(30))),
   eventsMaxStreamsPerUser: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "EVENTS_MAX_STREAMS_PER_USER").pipe(
     Config.withDefault(10)

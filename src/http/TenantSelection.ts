@@ -1,0 +1,61 @@
+/**
+ * Which tenant serves a request. Single-tenant: always the process's own. Multi-tenant: the one
+ * `X-Tenant` names (400 when missing or malformed, 404 when the registry does not list it), with
+ * the tenant's services (pool, event fan-out, caches) provided to the route for the request's
+ * lifetime. `/health`, `/ready` and `/openapi.json` need no tenant: they answer for the process.
+ */
+import type { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Option, type Scope } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { SqlClient } from "effect/sql"
+import type { TenantActor } from "../actors/TenantActor.ts"
+import type { TenantsExhausted, TenantUnavailable, UnknownTenant } from "../actors/Tenants.ts"
+import type { AppRegistry } from "../services/AppRegistry.ts"
+import type { Introspection } from "../services/Introspection.ts"
+import { TENANT_NAME } from "../services/TenantName.ts"
+
+/** Everything that is per tenant. */
+export type TenantServices = TenantActor | AppRegistry | Introspection | SqlClient.SqlClient | PgClient.PgClient
+
+export class TenantSource extends Context.Service<TenantSource, {
+  /** The process's own services (single tenant; the control database in multi-tenant mode). */
+  readonly process: Context.Context<TenantServices>
+  /** Multi-tenant mode only: a registered tenant's services for the caller's scope. */
+  readonly tenant: Option.Option<
+    (name: string) => Effect.Effect<Context.Context<TenantServices>, UnknownTenant | TenantsExhausted | TenantUnavailable, Scope.Scope>
+  >
+}>()("plinth/TenantSource") {}
+
+/** The tenant of the current request (multi-tenant mode); JWTs must carry the same name. */
+export const CurrentTenant = Context.Reference<Option.Option<string>>("plinth/CurrentTenant", { defaultValue: () => Option.none() })
+
+const PROCESS_PATHS = new Set(["/health", "/ready", "/openapi.json"])
+
+const plainError = (status: number, error: string) => HttpServerResponse.jsonUnsafe({ error }, { status })
+
+export const TenantSelection = HttpRouter.middleware<{ provides: TenantServices }>()(
+  Effect.gen(function*() {
+    const source = yield* TenantSource
+    return (app) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const path = request.url.split("?")[0] ?? "/"
+        if (Option.isNone(source.tenant) || PROCESS_PATHS.has(path)) return yield* Effect.provideContext(app, source.process)
+        const name = request.headers["x-tenant"]
+        if (name === undefined || name === "") return plainError(400, "X-Tenant is required")
+        if (!TENANT_NAME.test(name)) return plainError(400, "invalid X-Tenant")
+        const context = yield* source.tenant.value(name).pipe(Effect.result)
+        if (context._tag === "Failure") {
+          switch (context.failure._tag) {
+            case "UnknownTenant":
+              return plainError(404, `unknown tenant: ${name}`)
+            case "TenantsExhausted":
+              return plainError(503, "too many active tenants; try again later")
+            case "TenantUnavailable":
+              return plainError(503, "tenant database unavailable")
+          }
+        }
+        return yield* Effect.provideContext(app, context.success).pipe(Effect.provideService(CurrentTenant, Option.some(name)))
+      })
+  })
+)
