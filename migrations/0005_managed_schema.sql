@@ -70,6 +70,9 @@ CREATE TABLE sys.settings (
 );
 
 REVOKE ALL ON sys.table_metadata, sys.column_metadata, sys.table_permissions, sys.managed_views, sys.pages, sys.settings FROM PUBLIC;
+-- Introspection shows the settings (app_metadata of public): a change must reach its caches.
+CREATE TRIGGER settings_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sys.settings
+FOR EACH STATEMENT EXECUTE FUNCTION sys.notify_catalog_changed();
 -- Introspection runs as the caller and reads the UI metadata; what it shows is filtered by the
 -- caller's privileges on the tables themselves.
 GRANT SELECT ON sys.table_metadata, sys.column_metadata TO owner, admin, staff, member;
@@ -116,8 +119,8 @@ BEGIN
   IF octet_length(p_name) > 63 THEN
     RAISE EXCEPTION '% name % is longer than 63 bytes', p_what, quote_literal(p_name) USING ERRCODE = 'P0001';
   END IF;
-  IF p_name LIKE 'sys%' OR p_name LIKE 'pg\_%' THEN
-    RAISE EXCEPTION '% name % may not start with sys or pg_', p_what, quote_literal(p_name) USING ERRCODE = 'P0001';
+  IF p_name = 'sys' OR p_name LIKE 'sys\_%' OR p_name LIKE 'pg\_%' THEN
+    RAISE EXCEPTION '% name % may not be sys or start with sys_ or pg_', p_what, quote_literal(p_name) USING ERRCODE = 'P0001';
   END IF;
   IF EXISTS (SELECT FROM pg_get_keywords() WHERE word = p_name AND catcode IN ('R', 'T')) THEN
     RAISE EXCEPTION '% name % is a reserved word', p_what, quote_literal(p_name) USING ERRCODE = 'P0001';
@@ -348,6 +351,21 @@ BEGIN
 END
 $$;
 
+-- The read views that show p_table's display columns, dropped while p_table changes.
+CREATE FUNCTION sys.drop_referencing_views(p_schema text, p_table text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  v_table text;
+BEGIN
+  FOR v_table IN
+    SELECT DISTINCT table_name FROM sys.column_metadata
+    WHERE schema_name = p_schema AND column_type = 'reference' AND reference_table = p_table AND table_name <> p_table
+  LOOP
+    EXECUTE format('DROP VIEW IF EXISTS %I.%I', p_schema, v_table || '_v');
+  END LOOP;
+END
+$$;
+
 -- Row triggers every managed table gets.
 CREATE FUNCTION sys.touch_updated_at() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -389,6 +407,9 @@ BEGIN
   PERFORM sys.check_name(p_name, 'table');
   IF p_name LIKE '%\_v' THEN
     RAISE EXCEPTION 'table name % may not end in _v (that is its read view)', quote_literal(p_name) USING ERRCODE = 'P0001';
+  END IF;
+  IF octet_length(p_name) > 61 THEN
+    RAISE EXCEPTION 'table name % is longer than 61 bytes (its read view adds _v)', quote_literal(p_name) USING ERRCODE = 'P0001';
   END IF;
   IF to_regclass(format('%I.%I', v_schema, p_name)) IS NOT NULL OR to_regclass(format('%I.%I', v_schema, p_name || '_v')) IS NOT NULL THEN
     RAISE EXCEPTION 'a table or view named % already exists', quote_literal(p_name) USING ERRCODE = '42P07';
@@ -441,15 +462,17 @@ BEGIN
   IF p_operations IS NULL OR jsonb_typeof(p_operations) <> 'array' THEN
     RAISE EXCEPTION 'operations must be a JSON array' USING ERRCODE = 'P0001';
   END IF;
-  -- The read view depends on the columns; it is rebuilt once all operations are done.
+  -- Read views depend on the columns (this table's, and the display columns other tables' views
+  -- show); they are rebuilt once all operations are done.
   EXECUTE format('DROP VIEW IF EXISTS %I.%I', v_schema, p_name || '_v');
+  PERFORM sys.drop_referencing_views(v_schema, p_name);
   FOR v_op IN SELECT * FROM jsonb_array_elements(p_operations) LOOP
     IF v_op ->> 'op' = 'add_column' THEN
       PERFORM sys.add_column(v_schema, p_name, v_op -> 'column');
       CONTINUE;
     END IF;
     IF v_op ->> 'op' = 'set_display_columns' THEN
-      IF jsonb_typeof(v_op -> 'columns') <> 'array' OR EXISTS (
+      IF coalesce(jsonb_typeof(v_op -> 'columns'), 'null') <> 'array' OR EXISTS (
         SELECT FROM jsonb_array_elements_text(v_op -> 'columns') c
         WHERE c NOT IN ('id') AND NOT EXISTS (
           SELECT FROM sys.column_metadata m WHERE m.schema_name = v_schema AND m.table_name = p_name AND m.column_name = c)
@@ -765,7 +788,9 @@ BEGIN
   END IF;
   EXECUTE format('DROP SCHEMA %I CASCADE', p_schema_name);
   DELETE FROM sys.table_metadata WHERE schema_name = p_schema_name;
-  DELETE FROM sys.managed_views WHERE schema_name = p_schema_name;
+  -- The cascade also takes custom views elsewhere that read the app's tables.
+  DELETE FROM sys.managed_views
+  WHERE schema_name = p_schema_name OR to_regclass(format('%I.%I', schema_name, view_name)) IS NULL;
   DELETE FROM sys.pages WHERE schema_name = p_schema_name;
   RETURN sys.app_json(v_app);
 END
@@ -785,7 +810,8 @@ REVOKE ALL ON FUNCTION
   sys.require_manager(), sys.current_schema_name(), sys.check_name(text, text), sys.catalog_changed(),
   sys.column_type_sql(text), sys.default_display_type(text), sys.column_kind_check(text, text, jsonb),
   sys.require_managed_table(text, text), sys.add_column(text, text, jsonb), sys.apply_permissions(text, text),
-  sys.rebuild_view(text, text), sys.rebuild_referencing_views(text, text), sys.app_json(sys.apps),
+  sys.rebuild_view(text, text), sys.rebuild_referencing_views(text, text), sys.drop_referencing_views(text, text),
+  sys.app_json(sys.apps),
   sys.create_table(text, jsonb), sys.alter_table(text, jsonb), sys.drop_table(text),
   sys.create_view(text, text), sys.drop_view(text),
   sys.get_table_permissions(), sys.set_table_permissions(text, text, text, text, text),

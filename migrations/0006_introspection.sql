@@ -116,13 +116,14 @@ SELECT jsonb_build_object(
   'column_metadata', coalesce((
     SELECT jsonb_object_agg(t.table_name, t.cols)
     FROM (
-      SELECT m.table_name, jsonb_object_agg(m.column_name, jsonb_strip_nulls(jsonb_build_object(
-        'display_type', m.display_type,
-        'label', m.label,
-        'options', m.options,
-        'column_type', m.column_type,
-        'reference_table', m.reference_table
-      ))) AS cols
+      -- Absent keys rather than nulls for what a column does not have; the options keep their own
+      -- nulls (a choice's color may be null).
+      SELECT m.table_name, jsonb_object_agg(m.column_name,
+        jsonb_build_object('display_type', m.display_type, 'column_type', m.column_type)
+        || CASE WHEN m.label IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('label', m.label) END
+        || CASE WHEN m.options IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('options', m.options) END
+        || CASE WHEN m.reference_table IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('reference_table', m.reference_table) END
+      ) AS cols
       FROM sys.column_metadata m JOIN visible v ON v.schema_name = m.schema_name AND v.table_name = m.table_name
       GROUP BY m.table_name
     ) t

@@ -258,10 +258,7 @@ describe("metadata", () => {
     expect(schema.table_metadata[name]).toEqual({ display_columns: [], description: "" })
   })
 
-  // BUG: sys.introspect() wraps each column's metadata in jsonb_strip_nulls, which works
-  // recursively: an option's `"color": null` disappears, though spec §2.5 gives every option a
-  // (nullable) color.
-  it.fails("a choice option's null color is kept as null (spec §2.5: color (nullable))", async () => {
+  it("a choice option's null color is kept as null (spec §2.5: color (nullable))", async () => {
     const name = fresh("flags")
     const options = [{ value: "a", label: "A", color: null }, { value: "b", label: "B", color: "red" }]
     result(await createTable(stack, users.owner, name, [{ name: "flag", type: "choice", options }]))

@@ -150,8 +150,8 @@ describe("sys.create_view", () => {
       ["Upper", /lower-case letter/],
       ["with space", /lower-case letter/],
       ["v".repeat(64), /longer than 63 bytes/],
-      ["sys_view", /may not start with sys or pg_/],
-      ["pg_view", /may not start with sys or pg_/],
+      ["sys_view", /may not be sys or start with sys_ or pg_/],
+      ["pg_view", /may not be sys or start with sys_ or pg_/],
       ["select", /reserved word/],
       [null, /view name null/]
     ])("%s → 400 P0001", async (name, message) => {
