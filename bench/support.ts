@@ -31,7 +31,7 @@ export interface BenchStack {
   readonly close: () => Promise<void>
 }
 
-export const startBenchStack = async (): Promise<BenchStack> => {
+export const startBenchStack = async (extraEnv: Record<string, string> = {}): Promise<BenchStack> => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "plinth-bench-"))
   await fs.chmod(dir, 0o711)
   const scope = Effect.runSync(Scope.make())
@@ -46,7 +46,7 @@ export const startBenchStack = async (): Promise<BenchStack> => {
   await Effect.runPromise(migrateDatabase(adminUrl))
   await Effect.runPromise(setLoginPasswords(adminUrl, passwords))
   const mainUrl = loginUrl(server.port, "authenticator", passwords.authenticator, "bench")
-  const env = { NODE_ENV: "test", JWT_SECRET: "bench-secret-0123456789abcdef0123456789", LOG_LEVEL: "Warn" }
+  const env = { NODE_ENV: "test", JWT_SECRET: "bench-secret-0123456789abcdef0123456789", LOG_LEVEL: "Warn", ...extraEnv }
   const layer = mainService({ host: "127.0.0.1", port: 0, name: "main" }, mainUrl).pipe(
     Layer.provide(PlinthConfig.layer),
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))),
