@@ -3,6 +3,7 @@
  * start on the same data, and the one-line errors of a bad environment.
  */
 import * as fs from "node:fs/promises"
+import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -71,6 +72,36 @@ describe("plinth start", () => {
     plinth.child.kill("SIGTERM")
     expect(await plinth.exited).toBe(0)
     expect(await postgresRunning(path.join(env.PLINTH_DATA_DIR!, "pg"))).toBe(false)
+  }, 90_000)
+
+  it("SIGINT ends open event streams and still exits within 10 s", async () => {
+    const plinth = runPlinth(["start"], env)
+    await plinth.waitFor(/Plinth chat service/)
+    const invite = runPlinth(["invite", "stream@plinth.test", "member"], env)
+    expect(await invite.exited).toBe(0)
+    const magic = invite.stdout().match(/token=([0-9a-f]{64})/)![1]!
+    const verified = await fetch(`http://127.0.0.1:${env.PORT}/auth/magic-link/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: magic })
+    })
+    const { token } = await verified.json() as { token: string }
+    const ended = new Promise<string>((resolve) => {
+      http.get(`http://127.0.0.1:${env.PORT}/events?token=${token}`, (response) => {
+        let text = ""
+        response.setEncoding("utf8")
+        response.on("data", (chunk: string) => (text += chunk))
+        response.on("end", () => resolve(text))
+        response.on("error", () => resolve(text))
+        response.on("close", () => resolve(text))
+      })
+    })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const stopping = Date.now()
+    plinth.child.kill("SIGINT")
+    expect(await ended).toContain(": connected")
+    expect(await plinth.exited).toBe(0)
+    expect(Date.now() - stopping).toBeLessThan(10_000)
   }, 90_000)
 
   it("plinth migrate on the embedded database reports it is up to date", async () => {
