@@ -1,11 +1,13 @@
 -- Live pages (spec §2.7, §6.1): owners and admins create, update and delete custom pages; every
--- signed-in role may read them to render them; every change is announced on channel page_change
--- as '<schema_name>:<slug>'.
+-- signed-in role may read them (sys.pages_v) to render them; every change is announced on channel
+-- page_change as '<schema_name>:<slug>'.
 
 ALTER TABLE sys.pages ENABLE ROW LEVEL SECURITY;
--- Read-only for every signed-in role: pages are what clients render, not secrets.
-CREATE POLICY pages_read ON sys.pages FOR SELECT TO owner, admin, staff, member USING (true);
-GRANT SELECT ON sys.pages TO owner, admin, staff, member;
+-- Read-only for every signed-in role, through a view: pages are what clients render, not secrets.
+-- (The view runs with its owner's rights; the table itself stays out of the app roles' reach.)
+CREATE VIEW sys.pages_v AS
+  SELECT schema_name, slug, title, source, created_at, updated_at, updated_by FROM sys.pages;
+GRANT SELECT ON sys.pages_v TO owner, admin, staff, member;
 
 -- SECURITY DEFINER: pg_notify is not for app roles (0004_sql_defence.sql).
 CREATE FUNCTION sys.notify_page_change() RETURNS trigger

@@ -197,3 +197,18 @@ describe("TenantActor", () => {
     expect(result.slow).toBe(2)
   })
 })
+
+describe("sys.pages_v", () => {
+  it("every signed-in role reads pages through it; nobody but owners and admins writes them", async () => {
+    const slug = freshSlug()
+    await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "Readable", "<p>x</p>"])
+    const read = await post<{ rows: Array<Record<string, unknown>> }>(stack.main.url, "/sql", {
+      sql: "SELECT slug, title, source FROM sys.pages_v WHERE schema_name = 'public' AND slug = $1",
+      params: [slug]
+    }, { token: member.token })
+    expect(read.body.rows).toEqual([{ slug, title: "Readable", source: "<p>x</p>" }])
+    for (const sql of ["UPDATE sys.pages_v SET title = 'x'", "SELECT * FROM sys.pages", "SELECT sys.create_page('nope', 'x', 'y')"]) {
+      expect((await post(stack.main.url, "/sql", { sql }, { token: member.token })).status).toBe(403)
+    }
+  })
+})
