@@ -1,6 +1,63 @@
 /** The chat service's HTTP API (spec §4.8); `/openapi.json` documents it. */
-import { HttpApi } from "effect/http-api"
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { Authentication } from "./Authentication.ts"
+import { BadRequest, Forbidden, NotFound, Unavailable } from "./Errors.ts"
 import { SystemApi } from "./SystemApi.ts"
 import { ValidationErrors } from "./Validation.ts"
 
-export class ChatApi extends HttpApi.make("plinth-chat").add(SystemApi).middleware(ValidationErrors) {}
+const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
+const Message = Schema.Struct({
+  id: Schema.String,
+  role: Schema.Literals(["user", "assistant"]),
+  content: Schema.Record(Schema.String, Schema.Unknown),
+  status: Schema.Literals(["pending", "pending_approval", "complete", "rejected", "error"]),
+  created_at: Schema.String
+})
+const id = { id: Schema.String }
+const errors = [BadRequest, Forbidden, NotFound, Unavailable]
+
+export class ConversationsApi extends HttpApiGroup.make("conversations")
+  .add(HttpApiEndpoint.get("list", "/conversations", { success: Schema.Array(Conversation), error: errors }))
+  .add(HttpApiEndpoint.post("create", "/conversations", {
+    payload: Schema.Struct({ title: Schema.String.pipe(Schema.check(Schema.isMaxLength(200))) }),
+    success: Conversation.pipe(HttpApiSchema.status(201)),
+    error: errors
+  }))
+  .add(HttpApiEndpoint.get("get", "/conversations/:id", {
+    params: id,
+    success: Schema.Struct({ ...Conversation.fields, messages: Schema.Array(Message) }),
+    error: errors
+  }))
+  .add(HttpApiEndpoint.delete("delete", "/conversations/:id", { params: id, success: Schema.Void, error: errors }))
+  .add(HttpApiEndpoint.post("chat", "/conversations/:id/chat", {
+    params: id,
+    payload: Schema.Struct({ content: Schema.String.pipe(Schema.check(Schema.isMinLength(1), Schema.isMaxLength(100_000))) }),
+    // text/event-stream (spec §6.2); errors before streaming are JSON.
+    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    error: errors
+  }))
+  .add(HttpApiEndpoint.post("executeTool", "/conversations/:id/execute-tool", {
+    params: id,
+    payload: Schema.Struct({
+      message_id: Schema.String,
+      approved: Schema.optionalKey(Schema.Boolean),
+      modified_args: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown)))
+    }),
+    success: Schema.Struct({
+      status: Schema.Literals(["complete", "rejected", "error"]),
+      result: Schema.optionalKey(Schema.Unknown),
+      error: Schema.optionalKey(Schema.NullOr(Schema.String)),
+      already_processed: Schema.optionalKey(Schema.Boolean)
+    }),
+    error: errors
+  }))
+  .add(HttpApiEndpoint.post("continue", "/conversations/:id/continue", {
+    params: id,
+    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    error: errors
+  }))
+  .middleware(Authentication)
+{}
+
+export class ChatApi extends HttpApi.make("plinth-chat").add(SystemApi).add(ConversationsApi).middleware(ValidationErrors) {}

@@ -1,13 +1,159 @@
-/** The chat service's routes: the HttpApi handlers and `/openapi.json`. */
-import { Layer } from "effect"
+/**
+ * The chat service's routes (spec §4.8): conversations, and replies streamed as Server-Sent
+ * Events. A reply starts inside the conversation's mailbox (ConversationActor) and its database
+ * lock; once started it runs on its own fiber, so a client that disconnects does not stop it:
+ * the reply finishes and is stored, and nothing is left pending.
+ */
+import { type Cause, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Sse } from "effect/encoding"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import type { SqlClient } from "effect/sql"
+import { ConversationActors } from "../actors/ConversationActor.ts"
+import { runTool, ToolFailed } from "../services/ChatTools.ts"
+import { type ChatEvent, runTurn } from "../services/ChatTurn.ts"
+import * as Conversations from "../services/Conversations.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
+import type { RequestContext } from "../services/RequestContext.ts"
+import { SqlGuard } from "../services/SqlGuard.ts"
+import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
+import { BadRequest, databaseUnavailable, NotFound } from "./Errors.ts"
+import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
 
 const SystemHandlers = HttpApiBuilder.group(ChatApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
+/** Spec §4.8: owners and admins only. */
+const manager = requireRole(["owner", "admin"])
+
+const frame = (event: ChatEvent) =>
+  Sse.encoder.write({ _tag: "Event", event: event.event, id: undefined, data: JSON.stringify(event.data) })
+
+const notFound = () => new NotFound({ error: "conversation not found" })
+
+/** Streams a started reply: it runs detached, so it completes whether or not the client stays. */
+const streamReply = <R>(conversationId: string, run: (emit: (event: ChatEvent) => Effect.Effect<void>) => Effect.Effect<void, unknown, R>) =>
+  Effect.gen(function*() {
+    const events = yield* Queue.unbounded<ChatEvent, Cause.Done>()
+    const emit = (event: ChatEvent) => Effect.asVoid(Queue.offer(events, event))
+    const guarded = run(emit).pipe(
+      Effect.catchCause((cause) =>
+        Effect.andThen(
+          Effect.logError("chat reply failed", cause),
+          Effect.andThen(Conversations.failPending(conversationId).pipe(Effect.ignore), emit({ event: "error", data: { error: "the reply failed" } }))
+        )
+      ),
+      Effect.ensuring(Queue.end(events))
+    )
+    const context = yield* Effect.context<R | SqlClient.SqlClient>()
+    yield* Effect.forkDetach(Effect.provideContext(guarded, context))
+    return HttpServerResponse.stream(Stream.encodeText(Stream.map(Stream.fromQueue(events), frame)), {
+      contentType: "text/event-stream",
+      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+    })
+  })
+
+const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effect.fn(function*(handlers) {
+  const config = yield* PlinthConfig
+  const guard = yield* SqlGuard
+  const actors = yield* ConversationActors
+
+  /** The caller as tools run them: role, user, and the app of X-App-Schema. */
+  const callerContext = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.flatMap(manager, (principal) => resolveRequestContext(principal, request))
+
+  const beginAndStream = (
+    conversationId: string,
+    context: RequestContext,
+    start: Conversations.TurnStart
+  ) =>
+    Effect.gen(function*() {
+      const started = yield* actors.exclusive(conversationId, Conversations.beginTurn(context.userId, conversationId, start)).pipe(
+        Effect.catchTags({
+          ConversationNotFound: () => Effect.fail(notFound()),
+          TurnRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message }))
+        })
+      )
+      return yield* streamReply(conversationId, (emit) =>
+        runTurn({
+          context,
+          conversationId,
+          placeholderId: started.placeholderId,
+          titleFrom: started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none(),
+          maxSteps: config.chatMaxSteps,
+          guard,
+          emit
+        }))
+    })
+
+  return handlers
+    .handle("list", () =>
+      Effect.gen(function*() {
+        const principal = yield* manager
+        return yield* Conversations.listConversations(principal.userId)
+      }).pipe(databaseUnavailable))
+    .handle("create", ({ payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* manager
+        return yield* Conversations.createConversation(principal.userId, payload.title)
+      }).pipe(databaseUnavailable))
+    .handle("get", ({ params }) =>
+      Effect.gen(function*() {
+        const principal = yield* manager
+        const found = yield* Conversations.getConversation(principal.userId, params.id)
+        if (Option.isNone(found)) return yield* notFound()
+        return found.value
+      }).pipe(databaseUnavailable))
+    .handle("delete", ({ params }) =>
+      Effect.gen(function*() {
+        const principal = yield* manager
+        if (!(yield* Conversations.deleteConversation(principal.userId, params.id))) return yield* notFound()
+      }).pipe(databaseUnavailable))
+    .handle("chat", ({ params, payload, request }) =>
+      Effect.gen(function*() {
+        const context = yield* callerContext(request)
+        return yield* beginAndStream(params.id, context, { kind: "chat", content: payload.content })
+      }).pipe(databaseUnavailable))
+    .handle("continue", ({ params, request }) =>
+      Effect.gen(function*() {
+        const context = yield* callerContext(request)
+        return yield* beginAndStream(params.id, context, { kind: "continue" })
+      }).pipe(databaseUnavailable))
+    .handle("executeTool", ({ params, payload, request }) =>
+      Effect.gen(function*() {
+        const context = yield* callerContext(request)
+        // Claimed inside the mailbox: a second call finds the message no longer pending_approval.
+        const claimed = yield* actors.exclusive(params.id, Conversations.claimApproval(context.userId, params.id, payload.message_id)).pipe(
+          Effect.catchTags({
+            ConversationNotFound: () => Effect.fail(notFound()),
+            MessageNotFound: () => Effect.fail(new NotFound({ error: "message not found" })),
+            TurnRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message }))
+          })
+        )
+        if (claimed._tag === "AlreadyProcessed") return { status: claimed.status, already_processed: true }
+        const call = claimed.call
+        if (payload.approved === false) {
+          yield* Conversations.saveMessage(claimed.message.id, { ...claimed.content, tool_result: { result: "rejected by the user" } }, "rejected")
+          return { status: "rejected" as const, result: null, error: null }
+        }
+        const args = payload.modified_args ?? call.args
+        const outcome = yield* Effect.result(runTool(guard, context, call.name, args))
+        const toolResult = outcome._tag === "Success" ? { result: outcome.success } : { error: (outcome.failure as ToolFailed).message }
+        const calls = [{ ...call, args }]
+        yield* Conversations.saveMessage(
+          claimed.message.id,
+          { ...claimed.content, tool_calls: calls, tool_result: toolResult },
+          outcome._tag === "Success" ? "complete" : "error"
+        )
+        return outcome._tag === "Success"
+          ? { status: "complete" as const, result: outcome.success, error: null }
+          : { status: "error" as const, result: null, error: (outcome.failure as ToolFailed).message }
+      }).pipe(databaseUnavailable))
+}))
+
 export const ChatRoutes = HttpApiBuilder.layer(ChatApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide(SystemHandlers),
-  Layer.provide(ValidationErrorsLive)
+  Layer.provide([SystemHandlers, ConversationHandlers]),
+  Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )

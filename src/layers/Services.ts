@@ -3,6 +3,7 @@
  * codebase and differ only in their routes and the role they connect as.
  */
 import { Effect, Layer, Option, Redacted } from "effect"
+import { ConversationActors } from "../actors/ConversationActor.ts"
 import { RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
@@ -10,6 +11,7 @@ import { MainRoutes } from "../http/MainRoutes.ts"
 import { TenantSelection } from "../http/TenantSelection.ts"
 import { Challenge } from "../services/Challenge.ts"
 import { Mailer } from "../services/Mailer.ts"
+import { Model } from "../services/Model.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
@@ -30,12 +32,15 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
     )
   }))
 
+/** What the chat service's handlers stand on, besides the tenant of each request. */
+const ChatDependencies = Layer.mergeAll(AccessTokensLive, Model.layer, SqlGuard.layer, ConversationActors.layer)
+
 /** The chat service, connected as `chat_authenticator`. */
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
-      Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl)))
+      Layer.provide(Layer.mergeAll(ChatDependencies, tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl))))
     )
   }))
 

@@ -77,11 +77,14 @@ export const ConfigValues = Config.all({
   tenantAdminDatabaseUrl: optionalSecret("TENANT_ADMIN_DATABASE_URL"),
   anthropicApiKey: optionalSecret("ANTHROPIC_API_KEY"),
   anthropicBaseUrl: Config.option(Config.URL("ANTHROPIC_BASE_URL")),
-  anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-5")),
+  anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-6")),
   sqlTimeout: Config.schema(PositiveDuration, "SQL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(15))),
   sqlMaxResponseBytes: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "SQL_MAX_RESPONSE_BYTES").pipe(Config.withDefault(64 * 1024 * 1024)),
   tenantIdleTimeout: Config.schema(PositiveDuration, "TENANT_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5))),
   tenantMaxLive: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "TENANT_MAX_LIVE").pipe(Config.withDefault(100)),
+  chatMaxSteps: Config.schema(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 200 }))), "CHAT_MAX_STEPS").pipe(
+    Config.withDefault(25)
+  ),
   eventsHeartbeat: Config.schema(PositiveDuration, "EVENTS_HEARTBEAT").pipe(Config.withDefault(Duration.seconds(30))),
   eventsMaxStreamsPerUser: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "EVENTS_MAX_STREAMS_PER_USER").pipe(
     Config.withDefault(10)

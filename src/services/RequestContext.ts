@@ -28,6 +28,8 @@ export interface RequestContext extends RequestIdentity {
   /** Absent: the public schema only. */
   readonly app?: AppRef | undefined
   readonly statementTimeout?: Duration.Duration | undefined
+  /** A read-only transaction: even a data-modifying CTE fails (the AI's select_data). */
+  readonly readOnly?: boolean | undefined
 }
 
 export const ANONYMOUS: RequestIdentity = { role: "anon", userId: "" }
@@ -49,7 +51,8 @@ export const asRequest = <A, E, R>(context: RequestContext, effect: Effect.Effec
         set_config('app.user_id', ${context.userId}, true),
         set_config('app.app_id', ${context.app?.id ?? ""}, true),
         set_config('search_path', ${searchPathFor(context.app)}, true),
-        set_config('statement_timeout', ${timeout}, true)`.pipe(Effect.andThen(effect))
+        set_config('statement_timeout', ${timeout}, true),
+        set_config('transaction_read_only', ${context.readOnly === true ? "on" : "off"}, true)`.pipe(Effect.andThen(effect))
     )
   })
 

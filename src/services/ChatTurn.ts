@@ -1,0 +1,174 @@
+/**
+ * The agentic loop of one reply (spec §4.8, §6.2): prompt the model with the conversation and the
+ * caller's current schema, stream its text, run each tool call it makes as the caller (each
+ * persisted as its own message), feed the results back, and repeat until it answers with plain
+ * text or the step bound is reached. Everything the client should see goes to `emit`; everything
+ * that happened is in the database, whether or not anyone is still listening.
+ */
+import { Effect, Option, Stream } from "effect"
+import { TOOLS, runTool, toolMode, type ToolFailed } from "./ChatTools.ts"
+import {
+  addMessage,
+  conversationMessages,
+  type Message,
+  type MessageContent,
+  saveMessage,
+  setTitle,
+  type ToolCall
+} from "./Conversations.ts"
+import { Introspection } from "./Introspection.ts"
+import { type MessageParam, Model, type ModelEvent } from "./Model.ts"
+import type { RequestContext } from "./RequestContext.ts"
+import type { SqlGuard } from "./SqlGuard.ts"
+
+export type ChatEvent =
+  | { readonly event: "token"; readonly data: { readonly text: string } }
+  | { readonly event: "tool_call"; readonly data: ToolCall }
+  | { readonly event: "title"; readonly data: { readonly title: string } }
+  | { readonly event: "status"; readonly data: { readonly text: string } }
+  | {
+    readonly event: "done"
+    readonly data: {
+      readonly message: Pick<Message, "id" | "role" | "content" | "status">
+      readonly streaming_continues?: boolean
+      readonly tool_result?: Readonly<Record<string, unknown>>
+    }
+  }
+  | { readonly event: "error"; readonly data: { readonly error: string } }
+
+export interface TurnOptions {
+  /** The caller (owner or admin), their user id and app: tools run as them. */
+  readonly context: RequestContext
+  readonly conversationId: string
+  /** The pending message this reply fills first. */
+  readonly placeholderId: string
+  /** Set on a conversation's first message: its text, for the title. */
+  readonly titleFrom: Option.Option<string>
+  readonly maxSteps: number
+  readonly guard: SqlGuard["Service"]
+  readonly emit: (event: ChatEvent) => Effect.Effect<void>
+}
+
+const shown = (message: Message) => ({ id: message.id, role: message.role, content: message.content, status: message.status })
+
+/** Messages → the model's history: text as text, a tool call as tool_use plus its tool_result. */
+export const toModelHistory = (messages: ReadonlyArray<Message>): Array<MessageParam> => {
+  const history: Array<MessageParam> = []
+  const push = (role: "user" | "assistant", blocks: Array<Record<string, unknown>>) => {
+    const last = history.at(-1)
+    if (last !== undefined && last.role === role && Array.isArray(last.content)) (last.content as Array<unknown>).push(...blocks)
+    else history.push({ role, content: blocks } as unknown as MessageParam)
+  }
+  for (const message of messages) {
+    const content = message.content
+    if (content.type === "text") {
+      if (content.text.trim() === "") continue
+      push(message.role, [{ type: "text", text: content.text }])
+      continue
+    }
+    if (message.status === "pending" || message.status === "pending_approval" || content.tool_result === undefined) continue
+    push("assistant", [
+      ...(content.text !== undefined && content.text.trim() !== "" ? [{ type: "text", text: content.text }] : []),
+      ...content.tool_calls.map((call) => ({ type: "tool_use", id: call.id, name: call.name, input: call.args }))
+    ])
+    push("user", content.tool_calls.map((call) => ({
+      type: "tool_result",
+      tool_use_id: call.id,
+      content: JSON.stringify(content.tool_result),
+      is_error: message.status !== "complete"
+    })))
+  }
+  return history
+}
+
+interface Relation {
+  readonly table_name: string
+  readonly schema_name: string
+  readonly kind: string
+  readonly cols: ReadonlyArray<{ readonly name: string; readonly type: string }>
+}
+
+const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly relations: ReadonlyArray<unknown> }>) => {
+  const relations = Option.match(schema, {
+    onNone: () => "(the schema could not be read)",
+    onSome: (value) =>
+      (value.relations as ReadonlyArray<Relation>)
+        .map((relation) => `- ${relation.schema_name}.${relation.table_name} (${relation.kind}): ${relation.cols.map((col) => `${col.name} ${col.type}`).join(", ")}`)
+        .join("\n") || "(no tables yet)"
+  })
+  return [
+    "You are Plinth's app builder. You help the user build a data-driven business application on PostgreSQL:",
+    "tables (with the column types text, integer, bigint, numeric, currency, boolean, date, timestamp, uuid, json, email, url, choice, reference),",
+    "views, sample data and custom pages. Use the tools to make changes; they run at once with the user's rights,",
+    "and their results come back to you. Use select_data to look at data before changing it. Answer in plain text when done.",
+    "",
+    `The user's role: ${context.role}. App schema: ${context.app?.schemaName ?? "public"}.`,
+    "Current schema:",
+    relations
+  ].join("\n")
+}
+
+const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(options: TurnOptions, messageId: string, call: ToolCall, text: string | undefined) {
+  const content: MessageContent = { type: "tool_call", tool_calls: [call], ...(text === undefined ? {} : { text }) }
+  yield* saveMessage(messageId, content, "pending")
+  const mode = toolMode(call.name)
+  // select_data is the model's own reading: the user sees only a passing status line.
+  if (mode === "query") yield* options.emit({ event: "status", data: { text: "Looking at the data…" } })
+  else yield* options.emit({ event: "tool_call", data: call })
+  const outcome = yield* Effect.result(runTool(options.guard, options.context, call.name, call.args))
+  const toolResult: Readonly<Record<string, unknown>> = outcome._tag === "Success"
+    ? { result: outcome.success }
+    : { error: (outcome.failure as ToolFailed).message }
+  const saved = yield* saveMessage(messageId, { ...content, tool_result: toolResult }, outcome._tag === "Success" ? "complete" : "error")
+  if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
+  else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
+})
+
+/** Runs the reply to its end; failures of the model end it with an `error` event and an `error` message. */
+export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions) {
+  const model = yield* Model
+  const introspection = yield* Introspection
+  const tools = TOOLS.map((definition) => definition.tool)
+  let placeholderId = options.placeholderId
+  for (let step = 0; step < options.maxSteps; step++) {
+    const messages = yield* conversationMessages(options.conversationId)
+    const schema = yield* Effect.option(introspection.describe(options.context))
+    let text = ""
+    const toolUses: Array<Extract<ModelEvent, { _tag: "ToolUse" }>> = []
+    const replied = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(messages), tools }).pipe(
+      Stream.runForEach((event) => {
+        if (event._tag === "ToolUse") {
+          toolUses.push(event)
+          return Effect.void
+        }
+        text += event.text
+        return options.emit({ event: "token", data: { text: event.text } })
+      }),
+      Effect.result
+    )
+    if (replied._tag === "Failure") {
+      // The partial text is kept: the user saw it arrive.
+      yield* saveMessage(placeholderId, { type: "text", text }, "error")
+      return yield* options.emit({ event: "error", data: { error: replied.failure.message } })
+    }
+    if (toolUses.length === 0) {
+      const saved = yield* saveMessage(placeholderId, { type: "text", text }, "complete")
+      if (Option.isSome(options.titleFrom)) {
+        const title = yield* model.title(options.titleFrom.value)
+        yield* setTitle(options.conversationId, title)
+        yield* options.emit({ event: "title", data: { title } })
+      }
+      return yield* options.emit({ event: "done", data: { message: shown(saved) } })
+    }
+    for (const [index, use] of toolUses.entries()) {
+      const messageId = index === 0
+        ? placeholderId
+        : (yield* addMessage(options.conversationId, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
+      yield* runToolCall(options, messageId, { id: use.id, name: use.name, args: use.input }, index === 0 && text.trim() !== "" ? text : undefined)
+    }
+    // The next step's placeholder: while it is pending, nobody else can start a reply here.
+    placeholderId = (yield* addMessage(options.conversationId, "assistant", { type: "text", text: "" }, "pending")).id
+  }
+  yield* saveMessage(placeholderId, { type: "text", text: `Stopped after ${options.maxSteps} steps.` }, "error")
+  yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped` } })
+})

@@ -1,0 +1,200 @@
+/**
+ * Conversations and messages (spec §2.8, §3.1) as the chat service stores them: as
+ * chat_authenticator, every statement scoped by `user_id = <caller>`. The database is the source
+ * of truth for whose turn it is: a turn starts in one transaction that locks the conversation
+ * row, checks the latest message and inserts the pending placeholder, so two service instances
+ * can never both start a reply in one conversation.
+ */
+import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+
+export type MessageStatus = "pending" | "pending_approval" | "complete" | "rejected" | "error"
+
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  readonly args: Readonly<Record<string, unknown>>
+}
+
+/** Spec §2.8's two content shapes. */
+export type MessageContent =
+  | { readonly type: "text"; readonly text: string }
+  | {
+    readonly type: "tool_call"
+    readonly tool_calls: ReadonlyArray<ToolCall>
+    readonly text?: string
+    readonly tool_result?: Readonly<Record<string, unknown>>
+  }
+
+export interface Message {
+  readonly id: string
+  readonly role: "user" | "assistant"
+  readonly content: MessageContent
+  readonly status: MessageStatus
+  readonly created_at: string
+}
+
+export interface Conversation {
+  readonly id: string
+  readonly title: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export class ConversationNotFound extends Schema.TaggedError<ConversationNotFound>()("ConversationNotFound", {}) {}
+/** The conversation is not in a state that allows this (spec §4.8's 400 cases). */
+export class TurnRefused extends Schema.TaggedError<TurnRefused>()("TurnRefused", { message: Schema.String }) {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+export const isUuid = (text: string) => UUID.test(text)
+
+export const listConversations = Effect.fn("Conversations.list")(function*(userId: string) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<Conversation>`
+    SELECT id::text, title, created_at::text, updated_at::text FROM sys.conversations
+    WHERE user_id = ${userId} ORDER BY updated_at DESC, created_at DESC`
+})
+
+export const createConversation = Effect.fn("Conversations.create")(function*(userId: string, title: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<Conversation>`
+    INSERT INTO sys.conversations (user_id, title) VALUES (${userId}, ${title})
+    RETURNING id::text, title, created_at::text, updated_at::text`
+  return row!
+})
+
+const messagesOf = (sql: SqlClient.SqlClient, conversationId: string) =>
+  sql<Message>`
+    SELECT id::text, role, content, status, created_at::text FROM sys.messages
+    WHERE conversation_id = ${conversationId} ORDER BY position`
+
+export const getConversation = Effect.fn("Conversations.get")(function*(userId: string, id: string) {
+  if (!isUuid(id)) return Option.none()
+  const sql = yield* SqlClient.SqlClient
+  const [conversation] = yield* sql<Conversation>`
+    SELECT id::text, title, created_at::text, updated_at::text FROM sys.conversations WHERE id = ${id} AND user_id = ${userId}`
+  if (conversation === undefined) return Option.none()
+  return Option.some({ ...conversation, messages: yield* messagesOf(sql, id) })
+})
+
+export const deleteConversation = Effect.fn("Conversations.delete")(function*(userId: string, id: string) {
+  if (!isUuid(id)) return false
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`DELETE FROM sys.conversations WHERE id = ${id} AND user_id = ${userId} RETURNING id`
+  return rows.length > 0
+})
+
+export const conversationMessages = Effect.fn("Conversations.messages")(function*(conversationId: string) {
+  return yield* messagesOf(yield* SqlClient.SqlClient, conversationId)
+})
+
+const isToolCall = (message: Message | undefined) => message?.role === "assistant" && message.content.type === "tool_call"
+
+export type TurnStart =
+  | { readonly kind: "chat"; readonly content: string }
+  | { readonly kind: "continue" }
+
+/**
+ * Starts a reply: locks the conversation, checks whose turn it is, stores the user's message
+ * (chat) and the pending placeholder the reply will fill. Returns the placeholder's id and
+ * whether this is the conversation's first message (it then gets a title).
+ */
+export const beginTurn = Effect.fn("Conversations.beginTurn")(function*(userId: string, id: string, start: TurnStart) {
+  if (!isUuid(id)) return yield* new ConversationNotFound()
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    const [conversation] = yield* sql`SELECT id FROM sys.conversations WHERE id = ${id} AND user_id = ${userId} FOR UPDATE`
+    if (conversation === undefined) return yield* new ConversationNotFound()
+    const [latest] = yield* sql<Message>`
+      SELECT id::text, role, content, status, created_at::text FROM sys.messages
+      WHERE conversation_id = ${id} ORDER BY position DESC LIMIT 1`
+    if (latest?.status === "pending") return yield* new TurnRefused({ message: "a reply is in progress" })
+    if (start.kind === "continue" && !(isToolCall(latest) && (latest!.status === "complete" || latest!.status === "error"))) {
+      return yield* new TurnRefused({ message: "the latest message is not a completed or failed tool call" })
+    }
+    if (start.kind === "chat") {
+      yield* sql`INSERT INTO sys.messages (conversation_id, role, content, status)
+        VALUES (${id}, 'user', ${JSON.stringify({ type: "text", text: start.content })}::jsonb, 'complete')`
+    }
+    const [placeholder] = yield* sql<{ id: string }>`INSERT INTO sys.messages (conversation_id, role, content, status)
+      VALUES (${id}, 'assistant', ${JSON.stringify({ type: "text", text: "" })}::jsonb, 'pending') RETURNING id::text`
+    return { placeholderId: placeholder!.id, firstMessage: latest === undefined }
+  }))
+})
+
+/** Replaces a message's content and status (the placeholder as the reply ends, a tool call as it runs). */
+export const saveMessage = Effect.fn("Conversations.save")(function*(id: string, content: MessageContent, status: MessageStatus) {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<Message>`
+    UPDATE sys.messages SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, updated_at = now() WHERE id = ${id}
+    RETURNING id::text, role, content, status, created_at::text`
+  return row!
+})
+
+export const addMessage = Effect.fn("Conversations.add")(
+  function*(conversationId: string, role: "user" | "assistant", content: MessageContent, status: MessageStatus) {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<Message>`
+      INSERT INTO sys.messages (conversation_id, role, content, status) VALUES (${conversationId}, ${role}, ${JSON.stringify(content)}::jsonb, ${status})
+      RETURNING id::text, role, content, status, created_at::text`
+    return row!
+  }
+)
+
+export const setTitle = Effect.fn("Conversations.setTitle")(function*(id: string, title: string) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE sys.conversations SET title = ${title.slice(0, 200)} WHERE id = ${id}`
+})
+
+/** A message of the caller's conversation, locked for the rest of the transaction. */
+export const lockMessage = Effect.fn("Conversations.lockMessage")(function*(userId: string, conversationId: string, messageId: string) {
+  if (!isUuid(conversationId)) return yield* new ConversationNotFound()
+  const sql = yield* SqlClient.SqlClient
+  const [conversation] = yield* sql`SELECT id FROM sys.conversations WHERE id = ${conversationId} AND user_id = ${userId}`
+  if (conversation === undefined) return yield* new ConversationNotFound()
+  if (!isUuid(messageId)) return Option.none<Message>()
+  const [message] = yield* sql<Message>`
+    SELECT id::text, role, content, status, created_at::text FROM sys.messages
+    WHERE id = ${messageId} AND conversation_id = ${conversationId} FOR UPDATE`
+  return Option.fromNullishOr(message)
+})
+
+/** After an unexpected failure of a reply: nothing of it may stay pending. */
+export const failPending = Effect.fn("Conversations.failPending")(function*(conversationId: string) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE sys.messages SET status = 'error', updated_at = now() WHERE conversation_id = ${conversationId} AND status = 'pending'`
+})
+
+export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()("MessageNotFound", {}) {}
+
+export type Approval =
+  | { readonly _tag: "AlreadyProcessed"; readonly status: "complete" | "rejected" | "error" }
+  | {
+    readonly _tag: "Claimed"
+    readonly message: Message
+    readonly content: Extract<MessageContent, { type: "tool_call" }>
+    readonly call: ToolCall
+  }
+
+/**
+ * execute-tool on a legacy `pending_approval` message: claims it (status `pending` while the tool
+ * runs) in one transaction, so that of two calls only one runs the tool. A message already
+ * decided is reported as such (the call is idempotent).
+ */
+export const claimApproval = Effect.fn("Conversations.claimApproval")(function*(userId: string, conversationId: string, messageId: string) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    const found = yield* lockMessage(userId, conversationId, messageId)
+    if (Option.isNone(found)) return yield* new MessageNotFound()
+    const message = found.value
+    if (message.content.type !== "tool_call" || message.content.tool_calls.length === 0) {
+      return yield* new TurnRefused({ message: "the message is not a tool call" })
+    }
+    if (message.status === "complete" || message.status === "rejected" || message.status === "error") {
+      return { _tag: "AlreadyProcessed", status: message.status } satisfies Approval
+    }
+    if (message.status !== "pending_approval") return yield* new TurnRefused({ message: "the message is not waiting for approval" })
+    yield* sql`UPDATE sys.messages SET status = 'pending', updated_at = now() WHERE id = ${message.id}`
+    return { _tag: "Claimed", message, content: message.content, call: message.content.tool_calls[0]! } satisfies Approval
+  }))
+})
