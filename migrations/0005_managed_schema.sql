@@ -336,32 +336,32 @@ BEGIN
 END
 $$;
 
--- Views of the tables that reference p_table show its display columns: rebuild them too.
-CREATE FUNCTION sys.rebuild_referencing_views(p_schema text, p_table text) RETURNS void
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-  v_table text;
-BEGIN
-  FOR v_table IN
-    SELECT DISTINCT table_name FROM sys.column_metadata
-    WHERE schema_name = p_schema AND column_type = 'reference' AND reference_table = p_table AND table_name <> p_table
-  LOOP
-    PERFORM sys.rebuild_view(p_schema, v_table);
-  END LOOP;
-END
+-- The managed tables whose read views show p_table's display columns (through a reference).
+CREATE FUNCTION sys.referencing_tables(p_schema text, p_table text) RETURNS SETOF text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT DISTINCT table_name FROM sys.column_metadata
+  WHERE schema_name = p_schema AND column_type = 'reference' AND reference_table = p_table AND table_name <> p_table;
 $$;
 
--- The read views that show p_table's display columns, dropped while p_table changes.
+-- Those views are dropped while p_table changes, and rebuilt after.
 CREATE FUNCTION sys.drop_referencing_views(p_schema text, p_table text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   v_table text;
 BEGIN
-  FOR v_table IN
-    SELECT DISTINCT table_name FROM sys.column_metadata
-    WHERE schema_name = p_schema AND column_type = 'reference' AND reference_table = p_table AND table_name <> p_table
-  LOOP
+  FOR v_table IN SELECT sys.referencing_tables(p_schema, p_table) LOOP
     EXECUTE format('DROP VIEW IF EXISTS %I.%I', p_schema, v_table || '_v');
+  END LOOP;
+END
+$$;
+
+CREATE FUNCTION sys.rebuild_referencing_views(p_schema text, p_table text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  v_table text;
+BEGIN
+  FOR v_table IN SELECT sys.referencing_tables(p_schema, p_table) LOOP
+    PERFORM sys.rebuild_view(p_schema, v_table);
   END LOOP;
 END
 $$;
@@ -810,7 +810,8 @@ REVOKE ALL ON FUNCTION
   sys.require_manager(), sys.current_schema_name(), sys.check_name(text, text), sys.catalog_changed(),
   sys.column_type_sql(text), sys.default_display_type(text), sys.column_kind_check(text, text, jsonb),
   sys.require_managed_table(text, text), sys.add_column(text, text, jsonb), sys.apply_permissions(text, text),
-  sys.rebuild_view(text, text), sys.rebuild_referencing_views(text, text), sys.drop_referencing_views(text, text),
+  sys.rebuild_view(text, text), sys.referencing_tables(text, text), sys.rebuild_referencing_views(text, text),
+  sys.drop_referencing_views(text, text),
   sys.app_json(sys.apps),
   sys.create_table(text, jsonb), sys.alter_table(text, jsonb), sys.drop_table(text),
   sys.create_view(text, text), sys.drop_view(text),
