@@ -6,6 +6,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
+import { describeFailure } from "../services/DatabaseError.ts"
 import { migrate, readMigrations } from "../services/Migrator.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { InvalidConfig, PlinthConfig } from "../services/PlinthConfig.ts"
@@ -30,10 +31,7 @@ export interface DatabaseUrlsShape {
 /** The embedded cluster's database for Plinth (the cluster's `postgres` database stays untouched). */
 export const EMBEDDED_DATABASE = "plinth"
 
-const setupFailed = (what: string) => (cause: unknown) => {
-  const error = cause as { reason?: { cause?: { message?: string } }; message?: string }
-  return new DatabaseSetupError({ message: `${what}: ${error.reason?.cause?.message ?? error.message ?? String(cause)}` })
-}
+const setupFailed = (what: string) => (cause: unknown) => new DatabaseSetupError({ message: `${what}: ${describeFailure(cause)}` })
 
 /** Runs `effect` on a short-lived connection pool to `url`. */
 export const withDatabase = <A, E, R>(url: string, effect: Effect.Effect<A, E, R>) =>

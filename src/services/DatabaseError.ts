@@ -35,3 +35,11 @@ export const databaseErrorFields = (error: SqlError.SqlError): DatabaseErrorFiel
 }
 
 export const sqlState = (error: SqlError.SqlError): string | undefined => databaseErrorFields(error).code
+
+/** One line for any failure: PostgreSQL's own message when there is one. */
+export const describeFailure = (cause: unknown): string => {
+  const error = cause as { readonly reason?: { readonly cause?: { readonly message?: unknown } }; readonly message?: unknown }
+  const server = error.reason?.cause?.message
+  if (typeof server === "string" && server !== "") return server
+  return typeof error.message === "string" ? error.message : String(cause)
+}

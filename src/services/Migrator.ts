@@ -9,6 +9,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { describeFailure } from "./DatabaseError.ts"
 import { splitStatements } from "./SqlParser.ts"
 
 export class MigrationError extends Schema.TaggedError<MigrationError>()("MigrationError", {
@@ -28,11 +29,6 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.
 const FILE_NAME = /^(\d{4})_([a-z0-9_]+)\.sql$/
 /** Any constant shared by every Plinth process; it names the lock, nothing more. */
 const MIGRATION_LOCK_KEY = 7_270_001
-
-const describe = (cause: unknown): string => {
-  const error = cause as { reason?: { cause?: { message?: string } }; message?: string }
-  return error.reason?.cause?.message ?? error.message ?? String(cause)
-}
 
 export const readMigrations = Effect.fn("Migrator.read")(function*(dir: string = MIGRATIONS_DIR) {
   const names = yield* Effect.tryPromise({
@@ -62,7 +58,7 @@ const withLock = <A, E, R>(sql: SqlClient.SqlClient, body: Effect.Effect<A, E, R
 /** Applies what is pending; returns the file names it applied (empty when up to date). */
 export const migrate = Effect.fn("Migrator.migrate")(function*(migrations: ReadonlyArray<Migration>) {
   const sql = yield* SqlClient.SqlClient
-  const failed = (what: string) => (cause: unknown) => new MigrationError({ message: `${what}: ${describe(cause)}` })
+  const failed = (what: string) => (cause: unknown) => new MigrationError({ message: `${what}: ${describeFailure(cause)}` })
   yield* withLock(sql, Effect.gen(function*() {
     yield* sql`CREATE SCHEMA IF NOT EXISTS plinth`
     yield* sql`CREATE TABLE IF NOT EXISTS plinth.schema_migrations (
