@@ -2,7 +2,7 @@
  * The two services as layers: routes + tenants (database pools) + HTTP server. Both share one
  * codebase and differ only in their routes and the role they connect as.
  */
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { ConversationActors } from "../actors/ConversationActor.ts"
 import { RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
@@ -10,6 +10,7 @@ import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
 import { TenantSelection } from "../http/TenantSelection.ts"
 import { Challenge } from "../services/Challenge.ts"
+import { failAbandoned } from "../services/Conversations.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { Model } from "../services/Model.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
@@ -39,8 +40,14 @@ const ChatDependencies = Layer.mergeAll(AccessTokensLive, Model.layer, SqlGuard.
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
+    // Replies a crashed process left pending are closed as each tenant starts.
+    const recover = failAbandoned(Duration.toSeconds(config.chatAbandonedAfter)).pipe(
+      Effect.tap((count) => (count > 0 ? Effect.logWarning(`marked ${count} abandoned chat replies as error`) : Effect.void)),
+      Effect.catchCause((cause) => Effect.logWarning("chat recovery failed", cause)),
+      Effect.asVoid
+    )
     return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
-      Layer.provide(Layer.mergeAll(ChatDependencies, tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl))))
+      Layer.provide(Layer.mergeAll(ChatDependencies, tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover)))
     )
   }))
 

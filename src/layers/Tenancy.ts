@@ -20,14 +20,18 @@ const POOL_SIZE = 20
 export const pool = (url: string) =>
   PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth", types: makeJsonColumnTypes() })
 
+/** Work a service does on a tenant's database as the tenant starts (the chat service's recovery). */
+export type TenantStart = Effect.Effect<void, never, SqlClient.SqlClient>
+
 /** One tenant's pool, event fan-out and catalog caches (one LISTEN connection each for both). */
-export const tenantServices = (name: string, databaseUrl: string) =>
+export const tenantServices = (name: string, databaseUrl: string, onStart: TenantStart = Effect.void) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return Layer.mergeAll(
       TenantActor.layer({ name, maxStreamsPerUser: config.eventsMaxStreamsPerUser }),
       AppRegistry.layer,
-      Introspection.layer
+      Introspection.layer,
+      Layer.effectDiscard(onStart)
     ).pipe(Layer.provide(CatalogWatch.layer), Layer.provideMerge(pool(databaseUrl)))
   }))
 
@@ -35,17 +39,17 @@ export const tenantServices = (name: string, databaseUrl: string) =>
  * The tenants of a service connected to `databaseUrl`. In multi-tenant mode that database is the
  * control database (the registry), and each tenant's URL comes from `template` with its name.
  */
-export const tenantSource = (databaseUrl: string, template: string | undefined) =>
+export const tenantSource = (databaseUrl: string, template: string | undefined, onStart: TenantStart = Effect.void) =>
   Layer.effect(TenantSource, Effect.gen(function*() {
     const config = yield* PlinthConfig
-    const process = yield* Layer.build(tenantServices("default", databaseUrl))
+    const process = yield* Layer.build(tenantServices("default", databaseUrl, onStart))
     if (!config.multiTenant) return { process, tenant: Option.none() }
     const sql = Context.get(process, SqlClient.SqlClient)
     const tenants = yield* makeTenants({
       exists: (name) =>
         Effect.map(sql<{ found: number }>`SELECT 1 AS found FROM plinth.tenants WHERE name = ${name}`, (rows) => rows.length > 0),
       layerFor: (name) =>
-        tenantServices(name, tenantUrl(template ?? deriveTenantTemplate(databaseUrl), name)).pipe(
+        tenantServices(name, tenantUrl(template ?? deriveTenantTemplate(databaseUrl), name), onStart).pipe(
           Layer.provide(Layer.succeed(PlinthConfig, config))
         ),
       idleTimeToLive: config.tenantIdleTimeout,

@@ -198,3 +198,15 @@ export const claimApproval = Effect.fn("Conversations.claimApproval")(function*(
     return { _tag: "Claimed", message, content: message.content, call: message.content.tool_calls[0]! } satisfies Approval
   }))
 })
+
+/**
+ * Crash recovery, as a chat service starts: replies left `pending` longer than `olderThan` were
+ * being written by a process that is gone (a live reply touches its messages at every step), so
+ * they become `error` and the conversation can go on.
+ */
+export const failAbandoned = Effect.fn("Conversations.failAbandoned")(function*(olderThanSeconds: number) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`UPDATE sys.messages SET status = 'error', updated_at = now()
+    WHERE status = 'pending' AND updated_at < now() - make_interval(secs => ${olderThanSeconds}) RETURNING id`
+  return rows.length
+})

@@ -85,6 +85,7 @@ export const ConfigValues = Config.all({
   chatMaxSteps: Config.schema(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 200 }))), "CHAT_MAX_STEPS").pipe(
     Config.withDefault(25)
   ),
+  chatAbandonedAfter: Config.schema(PositiveDuration, "CHAT_ABANDONED_AFTER").pipe(Config.withDefault(Duration.minutes(15))),
   eventsHeartbeat: Config.schema(PositiveDuration, "EVENTS_HEARTBEAT").pipe(Config.withDefault(Duration.seconds(30))),
   eventsMaxStreamsPerUser: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "EVENTS_MAX_STREAMS_PER_USER").pipe(
     Config.withDefault(10)
