@@ -1,0 +1,164 @@
+/**
+ * `sql-read` and `sql-write`: single-row statements through POST /sql under a row-level security
+ * policy scoped to app.user_id (100,000 rows, 100 users, 32 concurrent clients from a second
+ * process), beside the raw baseline of the same run: the identical transaction (BEGIN; the
+ * settings statement; the statement; COMMIT) driven straight through @effect/sql-pg by 32 fibers,
+ * with no HTTP. Rounds alternate between the two.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { spawn } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
+import { asRequest } from "../src/services/RequestContext.ts"
+import { type BenchStack, signIn, startBenchStack } from "./support.ts"
+
+const ROWS = 100_000
+const USERS = 100
+const CONNECTIONS = 32
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 15)
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+
+interface User {
+  readonly id: string
+  readonly token: string
+  readonly rows: ReadonlyArray<number>
+}
+
+interface Measure {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+}
+
+const setup = async (stack: BenchStack): Promise<ReadonlyArray<User>> => {
+  await stack.admin((sql) => sql.unsafe(`
+    CREATE TABLE public.bench_items (id bigint PRIMARY KEY, owner uuid NOT NULL, payload text NOT NULL, hits integer NOT NULL DEFAULT 0)`).unprepared)
+  await stack.admin((sql) => sql.unsafe(`ALTER TABLE public.bench_items ENABLE ROW LEVEL SECURITY`).unprepared)
+  await stack.admin((sql) => sql.unsafe(`CREATE POLICY own ON public.bench_items USING (owner = nullif(current_setting('app.user_id', true), '')::uuid)`).unprepared)
+  await stack.admin((sql) => sql.unsafe(`GRANT SELECT, INSERT, UPDATE ON public.bench_items TO member`).unprepared)
+  const users: Array<User> = []
+  for (let u = 0; u < USERS; u++) {
+    const token = await signIn(stack, `user${u}@bench.test`, "member")
+    const id = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sub as string
+    const first = u * (ROWS / USERS) + 1
+    users.push({ id, token, rows: Array.from({ length: ROWS / USERS }, (_, i) => first + i) })
+  }
+  await stack.admin((sql) => sql`
+    INSERT INTO public.bench_items (id, owner, payload)
+    SELECT n, (${JSON.stringify(users.map((user) => user.id))}::jsonb ->> ((n - 1) / ${ROWS / USERS})::int)::uuid, md5(n::text)
+    FROM generate_series(1, ${ROWS}) AS n`)
+  await stack.admin((sql) => sql`ANALYZE public.bench_items`)
+  return users
+}
+
+type Scenario = "read" | "write"
+const statement = (scenario: Scenario) =>
+  scenario === "read" ? "SELECT id, payload, hits FROM bench_items WHERE id = $1" : "UPDATE bench_items SET hits = hits + 1 WHERE id = $1"
+
+const httpRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario) =>
+  new Promise<Measure>((resolve, reject) => {
+    const requests = users.flatMap((user) =>
+      user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
+    const plan = { url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }
+    const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}.json`)
+    writeFileSync(planFile, JSON.stringify(plan))
+    const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited ${code}`))
+      const result = JSON.parse(out.trim()) as Measure & { non2xx: number; errors: number }
+      if (result.non2xx > 0 || result.errors > 0) return reject(new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`))
+      resolve(result)
+    })
+  })
+
+/** The same transaction as a request's, 32 fibers at a time, for the same duration. */
+const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const text = statement(scenario)
+    const oneRequest = Effect.suspend(() => {
+      const user = users[Math.floor(Math.random() * users.length)]!
+      const row = user.rows[Math.floor(Math.random() * 50)]!
+      return asRequest({ role: "member", userId: user.id }, sql.unsafe(text, [String(row)]))
+    })
+    const loop = (until: number, samples: Array<number>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
+      Effect.suspend(() => {
+        if (performance.now() >= until) return Effect.void
+        const started = performance.now()
+        return Effect.andThen(oneRequest, Effect.suspend(() => {
+          samples.push(performance.now() - started)
+          return loop(until, samples)
+        }))
+      })
+    const warm: Array<number> = []
+    yield* Effect.forEach(Array.from({ length: CONNECTIONS }), () => loop(performance.now() + WARMUP_SECONDS * 1000, warm), { concurrency: "unbounded" })
+    const samples: Array<number> = []
+    const started = performance.now()
+    yield* Effect.forEach(Array.from({ length: CONNECTIONS }), () => loop(started + SECONDS * 1000, samples), { concurrency: "unbounded" })
+    const seconds = (performance.now() - started) / 1000
+    samples.sort((a, b) => a - b)
+    return {
+      rps: samples.length / seconds,
+      p50: samples[Math.floor(samples.length * 0.5)] ?? Number.NaN,
+      p99: samples[Math.floor(samples.length * 0.99)] ?? Number.NaN
+    } satisfies Measure
+  }).pipe(Effect.provide(PgClient.layer({
+    url: Redacted.make(stack.mainUrl),
+    maxConnections: CONNECTIONS,
+    types: makeJsonColumnTypes(),
+    idleTimeout: Duration.seconds(30)
+  }))))
+
+const stats = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return { min: sorted[0]!, median: sorted[Math.floor(sorted.length / 2)]!, max: sorted.at(-1)! }
+}
+
+const fmt = (value: number, digits = 0) => value.toFixed(digits)
+
+export const run = async () => {
+  const stack = await startBenchStack()
+  try {
+    const users = await setup(stack)
+    const lines: Array<string> = []
+    for (const scenario of ["read", "write"] as const) {
+      const http: Array<Measure> = []
+      const raw: Array<Measure> = []
+      for (let round = 0; round < ROUNDS; round++) {
+        http.push(await httpRound(stack, users, scenario))
+        raw.push(await rawRound(stack, users, scenario))
+      }
+      const ratios = http.map((measure, index) => measure.rps / raw[index]!.rps)
+      const h = stats(http.map((m) => m.rps))
+      const r = stats(raw.map((m) => m.rps))
+      const ratio = stats(ratios)
+      const p99 = stats(http.map((m) => m.p99))
+      const target = scenario === "read" ? { ratio: 0.75, p99: 25 } : { ratio: 0.6, p99: 30 }
+      lines.push(
+        `| sql-${scenario} | ${fmt(h.min)} / ${fmt(h.median)} / ${fmt(h.max)} | ${fmt(r.min)} / ${fmt(r.median)} / ${fmt(r.max)} | ` +
+          `${fmt(ratio.min, 2)} / **${fmt(ratio.median, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.median, 1)} | ≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms | ` +
+          `${ratio.median >= target.ratio && p99.median <= target.p99 ? "met" : "not met"} |`
+      )
+    }
+    return [
+      `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} interleaved rounds (min / median / max)`,
+      "",
+      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | target | |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      ...lines,
+      "",
+      "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only."
+    ].join("\n")
+  } finally {
+    await stack.close()
+  }
+}
+
+if (import.meta.main) console.log(await run())
