@@ -207,3 +207,24 @@ describe("the JWT verify issues", () => {
     }
   })
 })
+
+describe("the verified-token cache", () => {
+  it("accepts a token again from memory, and still refuses it once it has expired", async () => {
+    const { makeAccessTokens } = await import("../../src/services/AccessTokens.ts")
+    const { Duration, Effect, Redacted } = await import("effect")
+    const { TestClock } = await import("effect/testing")
+    const tokens = makeAccessTokens({ secret: Redacted.make("a-cache-test-secret-0123456789abcdef"), ttl: Duration.seconds(60) })
+    const outcome = await Effect.runPromise(Effect.gen(function*() {
+      yield* TestClock.setTime(Date.now())
+      const token = yield* tokens.issue({ userId: "0b1e3c8e-3f55-4c8b-9f1c-2d3f4a5b6c7d", role: "member", email: "cache@plinth.test" })
+      const first = yield* tokens.verify(token)
+      const second = yield* tokens.verify(token)
+      // Past exp + 30 s leeway by the clock the cache reads.
+      yield* TestClock.adjust("2 minutes")
+      const late = yield* Effect.flip(tokens.verify(token))
+      return { same: first.userId === second.userId, late: late.reason }
+    }).pipe(Effect.provide(TestClock.layer())))
+    expect(outcome.same).toBe(true)
+    expect(outcome.late).toMatch(/expired|invalid/)
+  })
+})
