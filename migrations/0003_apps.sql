@@ -11,11 +11,11 @@ CREATE TABLE sys.apps (
 );
 REVOKE ALL ON sys.apps FROM PUBLIC;
 ALTER TABLE sys.apps ENABLE ROW LEVEL SECURITY;
--- The main service resolves X-App-Schema before it switches role; it needs the name and the id only.
--- (USAGE on sys gives it nothing else: every sys function's EXECUTE is granted to app roles only.)
+-- Both services resolve X-App-Schema before they switch role; they need the name and the id only.
+-- (USAGE on sys gives them nothing else: every sys function's EXECUTE is granted to app roles only.)
 GRANT USAGE ON SCHEMA sys TO authenticator;
-GRANT SELECT (id, schema_name) ON sys.apps TO authenticator;
-CREATE POLICY apps_resolve ON sys.apps FOR SELECT TO authenticator USING (true);
+GRANT SELECT (id, schema_name) ON sys.apps TO authenticator, chat_authenticator;
+CREATE POLICY apps_resolve ON sys.apps FOR SELECT TO authenticator, chat_authenticator USING (true);
 
 -- Every change tells the services to drop what they cached about the catalog (channel plinth_catalog).
 -- SECURITY DEFINER: pg_notify is not for app roles (0004_sql_defence.sql).

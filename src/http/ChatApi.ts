@@ -29,10 +29,11 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     success: Schema.Struct({ ...Conversation.fields, messages: Schema.Array(Message) }),
     error: errors
   }))
-  .add(HttpApiEndpoint.delete("delete", "/conversations/:id", { params: id, success: Schema.Void, error: errors }))
+  .add(HttpApiEndpoint.delete("delete", "/conversations/:id", { params: id, success: HttpApiSchema.NoContent, error: errors }))
   .add(HttpApiEndpoint.post("chat", "/conversations/:id/chat", {
     params: id,
-    payload: Schema.Struct({ content: Schema.String.pipe(Schema.check(Schema.isMinLength(1), Schema.isMaxLength(100_000))) }),
+    // Not blank: the model would be given a turn with nothing in it.
+    payload: Schema.Struct({ content: Schema.String.pipe(Schema.check(Schema.isPattern(/\S/), Schema.isMaxLength(100_000))) }),
     // text/event-stream (spec §6.2); errors before streaming are JSON.
     success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
     error: errors

@@ -4,7 +4,7 @@
  * lock; once started it runs on its own fiber, so a client that disconnects does not stop it:
  * the reply finishes and is stored, and nothing is left pending.
  */
-import { type Cause, Effect, Layer, Option, Queue, Stream } from "effect"
+import { type Cause, Effect, Fiber, Layer, Option, Queue, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -139,14 +139,19 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           return { status: "rejected" as const, result: null, error: null }
         }
         const args = payload.modified_args ?? call.args
-        const outcome = yield* Effect.result(runTool(guard, context, call.name, args))
-        const toolResult = outcome._tag === "Success" ? { result: outcome.success } : { error: (outcome.failure as ToolFailed).message }
-        const calls = [{ ...call, args }]
-        yield* Conversations.saveMessage(
-          claimed.message.id,
-          { ...claimed.content, tool_calls: calls, tool_result: toolResult },
-          outcome._tag === "Success" ? "complete" : "error"
-        )
+        // The claimed message is `pending` until this ends: run it on its own fiber, so that a
+        // client that goes away cannot leave it pending for good.
+        const execution = Effect.gen(function*() {
+          const outcome = yield* Effect.result(runTool(guard, context, call.name, args))
+          const toolResult = outcome._tag === "Success" ? { result: outcome.success } : { error: (outcome.failure as ToolFailed).message }
+          yield* Conversations.saveMessage(
+            claimed.message.id,
+            { ...claimed.content, tool_calls: [{ ...call, args }], tool_result: toolResult },
+            outcome._tag === "Success" ? "complete" : "error"
+          )
+          return outcome
+        }).pipe(Effect.onError(() => Conversations.failPending(params.id).pipe(Effect.ignore)))
+        const outcome = yield* Fiber.join(yield* Effect.forkDetach(execution))
         return outcome._tag === "Success"
           ? { status: "complete" as const, result: outcome.success, error: null }
           : { status: "error" as const, result: null, error: (outcome.failure as ToolFailed).message }

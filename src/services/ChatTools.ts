@@ -176,11 +176,12 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
       }
       const columns = Object.keys(values)
       for (const column of columns) yield* identifier(column, "column")
-      const assignments = columns.map((column) => `${quoteIdentifier(column)} = v.${quoteIdentifier(column)}`).join(", ")
+      // The new values come from a subquery, so the WHERE sees only the table's own columns.
+      const list = columns.map(quoteIdentifier).join(", ")
       return yield* guarded(
         guard,
         context,
-        `UPDATE ${quoteIdentifier(table)} SET ${assignments} FROM jsonb_populate_record(NULL::${quoteIdentifier(table)}, $1::jsonb) AS v WHERE ${yield* required(args, "where")}`,
+        `UPDATE ${quoteIdentifier(table)} SET (${list}) = (SELECT ${list} FROM jsonb_populate_record(NULL::${quoteIdentifier(table)}, $1::jsonb)) WHERE ${yield* required(args, "where")}`,
         [JSON.stringify(values)]
       )
     }
