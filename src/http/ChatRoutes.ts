@@ -34,7 +34,7 @@ const frame = (event: ChatEvent) =>
 const notFound = () => new NotFound({ error: "conversation not found" })
 
 /** Streams a started reply: it runs detached, so it completes whether or not the client stays. */
-const streamReply = <R>(conversationId: string, run: (emit: (event: ChatEvent) => Effect.Effect<void>) => Effect.Effect<void, unknown, R>) =>
+const streamReply = <R>(owned: Conversations.OwnedConversation, run: (emit: (event: ChatEvent) => Effect.Effect<void>) => Effect.Effect<void, unknown, R>) =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<ChatEvent, Cause.Done>()
     const emit = (event: ChatEvent) => Effect.asVoid(Queue.offer(events, event))
@@ -42,7 +42,7 @@ const streamReply = <R>(conversationId: string, run: (emit: (event: ChatEvent) =
       Effect.catchCause((cause) =>
         Effect.andThen(
           Effect.logError("chat reply failed", cause),
-          Effect.andThen(Conversations.failPending(conversationId).pipe(Effect.ignore), emit({ event: "error", data: { error: "the reply failed" } }))
+          Effect.andThen(Conversations.failPending(owned).pipe(Effect.ignore), emit({ event: "error", data: { error: "the reply failed" } }))
         )
       ),
       Effect.ensuring(Queue.end(events))
@@ -76,7 +76,7 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           TurnRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message }))
         })
       )
-      return yield* streamReply(conversationId, (emit) =>
+      return yield* streamReply({ userId: context.userId, conversationId }, (emit) =>
         runTurn({
           context,
           conversationId,
@@ -133,9 +133,10 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           })
         )
         if (claimed._tag === "AlreadyProcessed") return { status: claimed.status, already_processed: true }
+        const owned = { userId: context.userId, conversationId: params.id }
         const call = claimed.call
         if (payload.approved === false) {
-          yield* Conversations.saveMessage(claimed.message.id, { ...claimed.content, tool_result: { result: "rejected by the user" } }, "rejected")
+          yield* Conversations.saveMessage(owned, claimed.message.id, { ...claimed.content, tool_result: { result: "rejected by the user" } }, "rejected")
           return { status: "rejected" as const, result: null, error: null }
         }
         const args = payload.modified_args ?? call.args
@@ -145,17 +146,18 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           const outcome = yield* Effect.result(runTool(guard, context, call.name, args))
           const toolResult = outcome._tag === "Success" ? { result: outcome.success } : { error: (outcome.failure as ToolFailed).message }
           yield* Conversations.saveMessage(
+            owned,
             claimed.message.id,
             { ...claimed.content, tool_calls: [{ ...call, args }], tool_result: toolResult },
             outcome._tag === "Success" ? "complete" : "error"
           )
           return outcome
-        }).pipe(Effect.onError(() => Conversations.failPending(params.id).pipe(Effect.ignore)))
+        }).pipe(Effect.onError(() => Conversations.failPending(owned).pipe(Effect.ignore)))
         const outcome = yield* Fiber.join(yield* Effect.forkDetach(execution))
         return outcome._tag === "Success"
           ? { status: "complete" as const, result: outcome.success, error: null }
           : { status: "error" as const, result: null, error: (outcome.failure as ToolFailed).message }
-      }).pipe(databaseUnavailable))
+      }).pipe(Effect.catchTag("ConversationNotFound", () => Effect.fail(notFound())), databaseUnavailable))
 }))
 
 export const ChatRoutes = HttpApiBuilder.layer(ChatApi, { openapiPath: "/openapi.json" }).pipe(

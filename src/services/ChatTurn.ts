@@ -108,9 +108,11 @@ const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly 
   ].join("\n")
 }
 
+const ownedBy = (options: TurnOptions) => ({ userId: options.context.userId, conversationId: options.conversationId })
+
 const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(options: TurnOptions, messageId: string, call: ToolCall, text: string | undefined) {
   const content: MessageContent = { type: "tool_call", tool_calls: [call], ...(text === undefined ? {} : { text }) }
-  yield* saveMessage(messageId, content, "pending")
+  yield* saveMessage(ownedBy(options), messageId, content, "pending")
   const mode = toolMode(call.name)
   // select_data is the model's own reading: the user sees only a passing status line.
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "Looking at the data…" } })
@@ -119,7 +121,7 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(options: TurnOption
   const toolResult: Readonly<Record<string, unknown>> = outcome._tag === "Success"
     ? { result: outcome.success }
     : { error: (outcome.failure as ToolFailed).message }
-  const saved = yield* saveMessage(messageId, { ...content, tool_result: toolResult }, outcome._tag === "Success" ? "complete" : "error")
+  const saved = yield* saveMessage(ownedBy(options), messageId, { ...content, tool_result: toolResult }, outcome._tag === "Success" ? "complete" : "error")
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
   else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
 })
@@ -129,9 +131,10 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
   const model = yield* Model
   const introspection = yield* Introspection
   const tools = TOOLS.map((definition) => definition.tool)
+  const owned = ownedBy(options)
   let placeholderId = options.placeholderId
   for (let step = 0; step < options.maxSteps; step++) {
-    const messages = yield* conversationMessages(options.conversationId)
+    const messages = yield* conversationMessages(owned)
     const schema = yield* Effect.option(introspection.describe(options.context))
     let text = ""
     const toolUses: Array<Extract<ModelEvent, { _tag: "ToolUse" }>> = []
@@ -148,14 +151,14 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     )
     if (replied._tag === "Failure") {
       // The partial text is kept: the user saw it arrive.
-      yield* saveMessage(placeholderId, { type: "text", text }, "error")
+      yield* saveMessage(owned, placeholderId, { type: "text", text }, "error")
       return yield* options.emit({ event: "error", data: { error: replied.failure.message } })
     }
     if (toolUses.length === 0) {
-      const saved = yield* saveMessage(placeholderId, { type: "text", text }, "complete")
+      const saved = yield* saveMessage(owned, placeholderId, { type: "text", text }, "complete")
       if (Option.isSome(options.titleFrom)) {
         const title = yield* model.title(options.titleFrom.value)
-        yield* setTitle(options.conversationId, title)
+        yield* setTitle(owned, title)
         yield* options.emit({ event: "title", data: { title } })
       }
       return yield* options.emit({ event: "done", data: { message: shown(saved) } })
@@ -163,12 +166,12 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     for (const [index, use] of toolUses.entries()) {
       const messageId = index === 0
         ? placeholderId
-        : (yield* addMessage(options.conversationId, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
+        : (yield* addMessage(owned, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
       yield* runToolCall(options, messageId, { id: use.id, name: use.name, args: use.input }, index === 0 && text.trim() !== "" ? text : undefined)
     }
     // The next step's placeholder: while it is pending, nobody else can start a reply here.
-    placeholderId = (yield* addMessage(options.conversationId, "assistant", { type: "text", text: "" }, "pending")).id
+    placeholderId = (yield* addMessage(owned, "assistant", { type: "text", text: "" }, "pending")).id
   }
-  yield* saveMessage(placeholderId, { type: "text", text: `Stopped after ${options.maxSteps} steps.` }, "error")
+  yield* saveMessage(owned, placeholderId, { type: "text", text: `Stopped after ${options.maxSteps} steps.` }, "error")
   yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped` } })
 })

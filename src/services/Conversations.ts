@@ -84,8 +84,18 @@ export const deleteConversation = Effect.fn("Conversations.delete")(function*(us
   return rows.length > 0
 })
 
-export const conversationMessages = Effect.fn("Conversations.messages")(function*(conversationId: string) {
-  return yield* messagesOf(yield* SqlClient.SqlClient, conversationId)
+/** A conversation as its owner reaches it: every statement below carries both ids. */
+export interface OwnedConversation {
+  readonly userId: string
+  readonly conversationId: string
+}
+
+export const conversationMessages = Effect.fn("Conversations.messages")(function*(owned: OwnedConversation) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<Message>`
+    SELECT m.id::text, m.role, m.content, m.status, m.created_at::text
+    FROM sys.messages m JOIN sys.conversations c ON c.id = m.conversation_id
+    WHERE m.conversation_id = ${owned.conversationId} AND c.user_id = ${owned.userId} ORDER BY m.position`
 })
 
 const isToolCall = (message: Message | undefined) => message?.role === "assistant" && message.content.type === "tool_call"
@@ -123,27 +133,35 @@ export const beginTurn = Effect.fn("Conversations.beginTurn")(function*(userId: 
 })
 
 /** Replaces a message's content and status (the placeholder as the reply ends, a tool call as it runs). */
-export const saveMessage = Effect.fn("Conversations.save")(function*(id: string, content: MessageContent, status: MessageStatus) {
-  const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<Message>`
-    UPDATE sys.messages SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, updated_at = now() WHERE id = ${id}
-    RETURNING id::text, role, content, status, created_at::text`
-  return row!
-})
-
-export const addMessage = Effect.fn("Conversations.add")(
-  function*(conversationId: string, role: "user" | "assistant", content: MessageContent, status: MessageStatus) {
+export const saveMessage = Effect.fn("Conversations.save")(
+  function*(owned: OwnedConversation, id: string, content: MessageContent, status: MessageStatus) {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql<Message>`
-      INSERT INTO sys.messages (conversation_id, role, content, status) VALUES (${conversationId}, ${role}, ${JSON.stringify(content)}::jsonb, ${status})
-      RETURNING id::text, role, content, status, created_at::text`
-    return row!
+      UPDATE sys.messages m SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, updated_at = now()
+      FROM sys.conversations c
+      WHERE m.id = ${id} AND m.conversation_id = ${owned.conversationId} AND c.id = m.conversation_id AND c.user_id = ${owned.userId}
+      RETURNING m.id::text, m.role, m.content, m.status, m.created_at::text`
+    if (row === undefined) return yield* new ConversationNotFound()
+    return row
   }
 )
 
-export const setTitle = Effect.fn("Conversations.setTitle")(function*(id: string, title: string) {
+export const addMessage = Effect.fn("Conversations.add")(
+  function*(owned: OwnedConversation, role: "user" | "assistant", content: MessageContent, status: MessageStatus) {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<Message>`
+      INSERT INTO sys.messages (conversation_id, role, content, status)
+      SELECT c.id, ${role}, ${JSON.stringify(content)}::jsonb, ${status} FROM sys.conversations c
+      WHERE c.id = ${owned.conversationId} AND c.user_id = ${owned.userId}
+      RETURNING id::text, role, content, status, created_at::text`
+    if (row === undefined) return yield* new ConversationNotFound()
+    return row
+  }
+)
+
+export const setTitle = Effect.fn("Conversations.setTitle")(function*(owned: OwnedConversation, title: string) {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`UPDATE sys.conversations SET title = ${title.slice(0, 200)} WHERE id = ${id}`
+  yield* sql`UPDATE sys.conversations SET title = ${title.slice(0, 200)} WHERE id = ${owned.conversationId} AND user_id = ${owned.userId}`
 })
 
 /** A message of the caller's conversation, locked for the rest of the transaction. */
@@ -160,9 +178,10 @@ export const lockMessage = Effect.fn("Conversations.lockMessage")(function*(user
 })
 
 /** After an unexpected failure of a reply: nothing of it may stay pending. */
-export const failPending = Effect.fn("Conversations.failPending")(function*(conversationId: string) {
+export const failPending = Effect.fn("Conversations.failPending")(function*(owned: OwnedConversation) {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`UPDATE sys.messages SET status = 'error', updated_at = now() WHERE conversation_id = ${conversationId} AND status = 'pending'`
+  yield* sql`UPDATE sys.messages m SET status = 'error', updated_at = now() FROM sys.conversations c
+    WHERE m.conversation_id = ${owned.conversationId} AND m.status = 'pending' AND c.id = m.conversation_id AND c.user_id = ${owned.userId}`
 })
 
 export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()("MessageNotFound", {}) {}
