@@ -9,6 +9,7 @@
  * live, so a PostgreSQL-backed store can replace this one behind the same `RateLimiter` tag.
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, Queue, Schema, type Scope } from "effect"
+import type { SqlClient } from "effect/sql"
 
 /** At most `limit` admitted requests in any window of length `window` (finite and positive). */
 export interface RateLimitRule {
@@ -214,3 +215,35 @@ export const magicLinkKeys = (email: string, clientAddress: string): ReadonlyArr
   { key: `mailbox:${normalizeMailbox(email)}`, rule: MAILBOX_RULE },
   { key: `address:${clientAddress}`, rule: CLIENT_ADDRESS_RULE }
 ]
+
+/** The sweep of the shared store runs this often (the check itself trims the keys it touches). */
+const SHARED_SWEEP_INTERVAL = Duration.minutes(5)
+
+/**
+ * The store shared by every replica (RATE_LIMIT_STORE=postgres): one atomic database call per
+ * check (plinth.rate_limit_check, migration 0010), so a mailbox's fourth request is refused
+ * whichever replica it reaches. Same semantics as the in-memory actor.
+ */
+export const makeSharedRateLimiter = Effect.fn("RateLimiter.makeShared")(function*(sql: SqlClient.SqlClient) {
+  const longestWindowSeconds = Math.ceil(Duration.toSeconds(MAILBOX_RULE.window))
+  yield* Effect.forkScoped(
+    Effect.forever(Effect.andThen(
+      Effect.sleep(SHARED_SWEEP_INTERVAL),
+      sql`SELECT plinth.rate_limit_sweep(${longestWindowSeconds})`.pipe(Effect.ignore)
+    ))
+  )
+  return {
+    check: (keys) => {
+      const unique = [...new Map(keys.map((key) => [key.key, key])).values()]
+      return sql<{ retry: number }>`SELECT plinth.rate_limit_check(
+          ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(unique.map((key) => key.key))}::jsonb)),
+          ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(unique.map((key) => key.rule.limit))}::jsonb)::integer),
+          ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(unique.map((key) => Math.ceil(Duration.toSeconds(key.rule.window))))}::jsonb)::integer)
+        ) AS retry`.pipe(
+        // A store that cannot be asked does not lock everyone out: admit, and say so.
+        Effect.catchTag("SqlError", (error) => Effect.as(Effect.logWarning("rate limit store unavailable; request admitted", error), [{ retry: 0 }])),
+        Effect.flatMap(([row]) => ((row?.retry ?? 0) > 0 ? Effect.fail(new RateLimited({ retryAfterSeconds: row!.retry })) : Effect.void))
+      )
+    }
+  } satisfies RateLimiterShape
+})

@@ -2,13 +2,14 @@
  * The two services as layers: routes + tenants (database pools) + HTTP server. Both share one
  * codebase and differ only in their routes and the role they connect as.
  */
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { ConversationActors } from "../actors/ConversationActor.ts"
-import { RateLimiter } from "../actors/RateLimiter.ts"
+import { makeSharedRateLimiter, RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
-import { TenantSelection } from "../http/TenantSelection.ts"
+import { TenantSelection, TenantSource } from "../http/TenantSelection.ts"
 import { Challenge } from "../services/Challenge.ts"
 import { failAbandoned } from "../services/Conversations.ts"
 import { Mailer } from "../services/Mailer.ts"
@@ -19,8 +20,22 @@ import { AccessTokensLive } from "./AccessTokensLive.ts"
 import { requireUrl } from "./Database.ts"
 import { tenantSource } from "./Tenancy.ts"
 
+/**
+ * Rate limits: in memory (one process), or in PostgreSQL so that every replica counts the same
+ * requests — the default whenever DATABASE_URL is set (several replicas are possible then).
+ */
+const RateLimiterLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  const store = Option.getOrElse(config.rateLimitStore, () => (Option.isSome(config.databaseUrl) ? "postgres" : "memory"))
+  if (store === "memory") return RateLimiter.layer
+  return Layer.effect(RateLimiter, Effect.gen(function*() {
+    const source = yield* TenantSource
+    return yield* makeSharedRateLimiter(Context.get(source.process, SqlClient.SqlClient))
+  }))
+}))
+
 /** What the main service's handlers stand on, besides the tenant of each request. */
-const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiter.layer, Challenge.layer, Mailer.layer, SqlGuard.layer)
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, Challenge.layer, Mailer.layer, SqlGuard.layer)
 
 const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Option.getOrUndefined(Option.map(value, Redacted.value))
 
@@ -29,7 +44,8 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
-      Layer.provide(Layer.mergeAll(MainDependencies, tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl))))
+      Layer.provide(MainDependencies),
+      Layer.provideMerge(tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl)))
     )
   }))
 

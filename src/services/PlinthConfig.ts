@@ -86,6 +86,7 @@ export const ConfigValues = Config.all({
     Config.withDefault(25)
   ),
   chatAbandonedAfter: Config.schema(PositiveDuration, "CHAT_ABANDONED_AFTER").pipe(Config.withDefault(Duration.minutes(15))),
+  rateLimitStore: Config.option(Config.schema(Schema.Literals(["memory", "postgres"]), "RATE_LIMIT_STORE")),
   eventsHeartbeat: Config.schema(PositiveDuration, "EVENTS_HEARTBEAT").pipe(Config.withDefault(Duration.seconds(30))),
   eventsMaxStreamsPerUser: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "EVENTS_MAX_STREAMS_PER_USER").pipe(
     Config.withDefault(10)
