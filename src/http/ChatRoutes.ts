@@ -1,10 +1,10 @@
 /**
  * The chat service's routes (spec §4.8): conversations, and replies streamed as Server-Sent
  * Events. A reply starts inside the conversation's mailbox (ConversationActor) and its database
- * lock; once started it runs on its own fiber, so a client that disconnects does not stop it:
- * the reply finishes and is stored, and nothing is left pending.
+ * lock; once started it runs on a fiber of the service, so a client that disconnects does not
+ * stop it: the reply finishes and is stored, and nothing is left pending.
  */
-import { type Cause, Effect, Fiber, Layer, Option, Queue, Stream } from "effect"
+import { type Cause, Effect, Fiber, FiberSet, Layer, Option, Queue, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -33,22 +33,31 @@ const frame = (event: ChatEvent) =>
 
 const notFound = () => new NotFound({ error: "conversation not found" })
 
-/** Streams a started reply: it runs detached, so it completes whether or not the client stays. */
-const streamReply = <R>(owned: Conversations.OwnedConversation, run: (emit: (event: ChatEvent) => Effect.Effect<void>) => Effect.Effect<void, unknown, R>) =>
+/**
+ * Streams a started reply. The reply runs in the service's set of replies, not on the request:
+ * it completes whether or not the client stays; only the service shutting down interrupts it,
+ * and then its pending messages are marked `error` rather than left pending.
+ */
+const streamReply = <R>(
+  replies: FiberSet.FiberSet<void, never>,
+  owned: Conversations.OwnedConversation,
+  run: (emit: (event: ChatEvent) => Effect.Effect<void>) => Effect.Effect<void, unknown, R>
+) =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<ChatEvent, Cause.Done>()
     const emit = (event: ChatEvent) => Effect.asVoid(Queue.offer(events, event))
+    const closePending = Conversations.failPending(owned).pipe(Effect.ignore)
     const guarded = run(emit).pipe(
       Effect.catchCause((cause) =>
         Effect.andThen(
           Effect.logError("chat reply failed", cause),
-          Effect.andThen(Conversations.failPending(owned).pipe(Effect.ignore), emit({ event: "error", data: { error: "the reply failed" } }))
+          Effect.andThen(closePending, emit({ event: "error", data: { error: "the reply failed" } }))
         )
       ),
+      Effect.onInterrupt(() => Effect.andThen(closePending, emit({ event: "error", data: { error: "the service is shutting down" } }))),
       Effect.ensuring(Queue.end(events))
     )
-    const context = yield* Effect.context<R | SqlClient.SqlClient>()
-    yield* Effect.forkDetach(Effect.provideContext(guarded, context))
+    yield* FiberSet.run(replies, guarded)
     return HttpServerResponse.stream(Stream.encodeText(Stream.map(Stream.fromQueue(events), frame)), {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
@@ -59,6 +68,9 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
   const config = yield* PlinthConfig
   const guard = yield* SqlGuard
   const actors = yield* ConversationActors
+  // Replies (and approved tool runs) in flight; closing the service interrupts them.
+  const replies = yield* FiberSet.make<void, never>()
+  const executions = yield* FiberSet.make<unknown, unknown>()
 
   /** The caller as tools run them: role, user, and the app of X-App-Schema. */
   const callerContext = (request: HttpServerRequest.HttpServerRequest) =>
@@ -76,7 +88,7 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           TurnRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message }))
         })
       )
-      return yield* streamReply({ userId: context.userId, conversationId }, (emit) =>
+      return yield* streamReply(replies, { userId: context.userId, conversationId }, (emit) =>
         runTurn({
           context,
           conversationId,
@@ -153,7 +165,7 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           )
           return outcome
         }).pipe(Effect.onError(() => Conversations.failPending(owned).pipe(Effect.ignore)))
-        const outcome = yield* Fiber.join(yield* Effect.forkDetach(execution))
+        const outcome = yield* Fiber.join(yield* FiberSet.run(executions, execution))
         return outcome._tag === "Success"
           ? { status: "complete" as const, result: outcome.success, error: null }
           : { status: "error" as const, result: null, error: (outcome.failure as ToolFailed).message }
