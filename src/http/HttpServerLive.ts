@@ -10,6 +10,11 @@ import { createServer } from "node:http"
 import { withErrorBody } from "./Errors.ts"
 
 export const MAX_BODY_SIZE = ByteSize.mebibytes(1)
+/**
+ * Bounds on receiving a request (not on answering it: event streams stay open): a client that
+ * trickles its headers or body (slow loris) is cut off, and headers are at most 16 KiB.
+ */
+const SERVER_LIMITS = { headersTimeout: 10_000, requestTimeout: 30_000, maxHeaderSize: 16 * 1024 } as const
 /** Open SSE streams would otherwise hold shutdown for 20 s (DESIGN.md). */
 const GRACEFUL_SHUTDOWN_TIMEOUT = "3 seconds"
 
@@ -94,7 +99,7 @@ export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: Liste
 /** Node's HTTP server, with a listen failure turned into one line that names the setting to change. */
 const listen = (options: ListenOptions) =>
   Layer.effectContext(
-    Layer.build(NodeHttpServer.layer(createServer, {
+    Layer.build(NodeHttpServer.layer(() => createServer(SERVER_LIMITS), {
       host: options.host,
       port: options.port,
       gracefulShutdownTimeout: GRACEFUL_SHUTDOWN_TIMEOUT

@@ -154,3 +154,10 @@ describe("request bodies", () => {
     expect(Object.keys(body)).toEqual(["error"])
   })
 })
+
+describe("request bounds", () => {
+  it("headers over 16 KiB are refused with 431", async () => {
+    const response = await fetch(`${main.url}/health`, { headers: { "x-large": "a".repeat(20_000) } })
+    expect(response.status).toBe(431)
+  })
+})
