@@ -13,10 +13,28 @@ import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { checkTenant } from "./Authentication.ts"
 import { TooManyRequests, Unauthorized } from "./Errors.ts"
 
-const frame = (event: PageEvent): string =>
-  event._tag === "PageChange"
-    ? Sse.encoder.write({ _tag: "Event", event: "page_change", id: undefined, data: JSON.stringify({ schema: event.schema, slug: event.slug }) })
-    : Sse.encoder.write({ _tag: "Event", event: "resync", id: undefined, data: "{}" })
+const encoder = new TextEncoder()
+const encodeText = (text: string) => encoder.encode(text)
+
+/**
+ * One event goes to every stream of the tenant as the same object: its bytes are built once and
+ * shared (with thousands of streams, encoding per stream is most of the work of a page change).
+ */
+const frames = new WeakMap<PageEvent, Uint8Array>()
+const frame = (event: PageEvent): Uint8Array => {
+  const known = frames.get(event)
+  if (known !== undefined) return known
+  const bytes = encoder.encode(
+    event._tag === "PageChange"
+      ? Sse.encoder.write({ _tag: "Event", event: "page_change", id: undefined, data: JSON.stringify({ schema: event.schema, slug: event.slug }) })
+      : Sse.encoder.write({ _tag: "Event", event: "resync", id: undefined, data: "{}" })
+  )
+  frames.set(event, bytes)
+  return bytes
+}
+
+const CONNECTED = encodeText(": connected\n\n")
+const HEARTBEAT = encodeText(": heartbeat\n\n")
 
 const bearerToken = (request: HttpServerRequest.HttpServerRequest): string => {
   const header = request.headers["authorization"]
@@ -38,14 +56,14 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const events = yield* tenant.subscribe(principal.userId).pipe(
     Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
   )
-  const frames = Stream.succeed(": connected\n\n").pipe(
+  const body = Stream.succeed(CONNECTED).pipe(
     Stream.concat(Stream.merge(
       Stream.map(events, frame),
-      Stream.fromSchedule(Schedule.spaced(config.eventsHeartbeat)).pipe(Stream.as(": heartbeat\n\n")),
+      Stream.fromSchedule(Schedule.spaced(config.eventsHeartbeat)).pipe(Stream.as(HEARTBEAT)),
       { haltStrategy: "left" }
     ))
   )
-  return HttpServerResponse.stream(Stream.encodeText(frames), {
+  return HttpServerResponse.stream(body, {
     contentType: "text/event-stream",
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
   })
