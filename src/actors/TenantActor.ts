@@ -8,7 +8,7 @@
  * sends every subscriber `Resync`: events may have been missed, so clients refetch.
  */
 import { PgClient } from "@effect/sql-pg"
-import { type Cause, Context, Duration, Effect, Layer, Queue, Schedule, Schema, type Scope, Stream } from "effect"
+import { type Cause, Context, Duration, Effect, Layer, Queue, Schema, type Scope, Stream } from "effect"
 
 export const PAGE_CHANNEL = "page_change"
 
@@ -38,6 +38,8 @@ export interface TenantActorOptions {
 export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Int }) {}
 
 const DEFAULT_BUFFER = 256
+const RETRY_FIRST = Duration.millis(100)
+const RETRY_MAX = Duration.seconds(5)
 const DEFAULT_MAX_STREAMS_PER_USER = 10
 
 /** `<schema>:<slug>` → the event; anything else is not ours and is ignored. */
@@ -65,17 +67,28 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   }
 
   let connectedBefore = false
-  const listen = Effect.scoped(Effect.gen(function*() {
+  // Backoff between attempts, back to its start each time a LISTEN succeeds (a later loss
+  // must not wait out the delay an earlier outage built up).
+  let retryDelay = RETRY_FIRST
+  const listenOnce = Effect.scoped(Effect.gen(function*() {
     const notifications = yield* pg.listen(PAGE_CHANNEL)
+    retryDelay = RETRY_FIRST
     if (connectedBefore) publish({ _tag: "Resync" })
     connectedBefore = true
     yield* Effect.forever(Effect.map(Queue.take(notifications), (notification) => {
       const event = parsePageChange(notification.payload)
       if (event !== undefined) publish(event)
     }))
-  })).pipe(
-    Effect.tapCause((cause) => Effect.logWarning(`tenant ${options.name}: LISTEN ${PAGE_CHANNEL} lost; reconnecting`, cause)),
-    Effect.retry(Schedule.exponential(Duration.millis(100)).pipe(Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(5))))))
+  }))
+  const listen = Effect.forever(
+    listenOnce.pipe(
+      Effect.catchCause((cause) => Effect.logWarning(`tenant ${options.name}: LISTEN ${PAGE_CHANNEL} lost; reconnecting`, cause)),
+      Effect.andThen(Effect.suspend(() => {
+        const delay = retryDelay
+        retryDelay = Duration.min(Duration.times(retryDelay, 2), RETRY_MAX)
+        return Effect.sleep(delay)
+      }))
+    )
   )
   yield* Effect.forkScoped(listen)
   yield* Effect.addFinalizer(() =>

@@ -22,12 +22,20 @@ interface ServerError {
 
 const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined)
 
+/** Five characters of [0-9A-Z]: a Node socket error code (ECONNREFUSED) is not one. */
+const SQLSTATE = /^[0-9A-Z]{5}$/
+
 /** The server's error response behind a driver failure; connection failures have no SQLSTATE. */
 export const databaseErrorFields = (error: SqlError.SqlError): DatabaseErrorFields => {
   const cause = (error.reason as { readonly cause?: ServerError }).cause ?? {}
+  const code = text(cause.code)
+  if (code === undefined || !SQLSTATE.test(code)) {
+    // Not PostgreSQL speaking: nothing of it (host, port) goes to the caller.
+    return { message: "database unavailable", code: undefined }
+  }
   return {
     message: text(cause.message) ?? error.message,
-    code: text(cause.code),
+    code,
     detail: text(cause.detail),
     hint: text(cause.hint),
     position: typeof cause.position === "number" ? cause.position : text(cause.position)

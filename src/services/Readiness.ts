@@ -1,5 +1,5 @@
 /** Whether the database answers, within a bound, so that `/ready` never hangs. */
-import { Effect, Schema } from "effect"
+import { Effect, Fiber, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
@@ -8,9 +8,14 @@ export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>
 
 const READY_TIMEOUT = "2 seconds"
 
+/**
+ * The probe runs on a fiber of its own and only the wait is timed: interrupting a query on a
+ * server that stopped answering would wait for that server, and /ready must answer regardless.
+ */
 export const checkDatabase = Effect.fn("Readiness.checkDatabase")(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`SELECT 1`.pipe(
+  const probe = yield* Effect.forkDetach(sql`SELECT 1`)
+  yield* Fiber.join(probe).pipe(
     Effect.timeout(READY_TIMEOUT),
     Effect.mapError(() => new DatabaseUnavailable({ message: "database unavailable" }))
   )

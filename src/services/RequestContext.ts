@@ -6,7 +6,7 @@
  * bound parameters: nothing here is concatenated from the request.
  */
 import { Duration, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlError } from "effect/sql"
 import type { AppRole } from "./AccessTokens.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
 
@@ -40,9 +40,21 @@ export const DEFAULT_STATEMENT_TIMEOUT = Duration.seconds(15)
 export const searchPathFor = (app: AppRef | undefined): string =>
   app === undefined ? "public, pg_catalog" : `${quoteIdentifier(app.schemaName)}, public, pg_catalog`
 
+/**
+ * The driver reports a failed ROLLBACK on a connection that died mid-transaction as a defect;
+ * for the caller it is what it is, a database failure.
+ */
+const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  Effect.catchCause(effect, (cause): Effect.Effect<never, E | SqlError.SqlError> => {
+    for (const reason of cause.reasons) {
+      if (reason._tag === "Die" && SqlError.isSqlError(reason.defect)) return Effect.fail(reason.defect)
+    }
+    return Effect.failCause(cause)
+  })
+
 /** Runs `effect` in a transaction as `context`; any failure rolls everything back. */
 export const asRequest = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
+  connectionLossAsFailure(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const timeout = `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`
     return yield* sql.withTransaction(
@@ -54,7 +66,7 @@ export const asRequest = <A, E, R>(context: RequestContext, effect: Effect.Effec
         set_config('statement_timeout', ${timeout}, true),
         set_config('transaction_read_only', ${context.readOnly === true ? "on" : "off"}, true)`.pipe(Effect.andThen(effect))
     )
-  })
+  }))
 
 /** `asRequest` for calls that need only a role and a user (the identity functions). */
 export const asIdentity = <A, E, R>(identity: RequestIdentity, effect: Effect.Effect<A, E, R>) => asRequest(identity, effect)
