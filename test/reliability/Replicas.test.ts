@@ -64,6 +64,7 @@ describe("a chat service stopping mid-reply", () => {
     const owner = await signedIn(stack, "graceful@plinth.test", "owner")
     const chat = await startService("chat", stack.db.chatUrl, { ...stack.env })
     const id = await newConversation(stack, owner.token)
+    const asked = stack.model.requests.length
     stack.model.script({ kind: "hang" })
     const controller = new AbortController()
     const reply = fetch(`${chat.url}/conversations/${id}/chat`, {
@@ -72,7 +73,8 @@ describe("a chat service stopping mid-reply", () => {
       body: JSON.stringify({ content: "hello" }),
       signal: controller.signal
     }).then((response) => response.text()).catch(() => "")
-    await waitFor(async () => (await lastStatuses(id)).includes("pending"))
+    // Until the model has the request (and its hanging turn), the reply is not yet mid-way.
+    await waitFor(async () => stack.model.requests.length > asked && (await lastStatuses(id)).includes("pending"))
     await chat.close()
     controller.abort()
     await reply
@@ -98,6 +100,7 @@ describe("a chat service stopping mid-reply", () => {
     }
     const first = runPlinth(["serve", "chat"], env)
     await first.waitFor(/Plinth chat service/)
+    const asked = stack.model.requests.length
     stack.model.script({ kind: "hang" })
     const base = `http://127.0.0.1:${env.CHAT_PORT}`
     void fetch(`${base}/conversations/${id}/chat`, {
@@ -105,7 +108,7 @@ describe("a chat service stopping mid-reply", () => {
       headers: { "content-type": "application/json", authorization: `Bearer ${owner.token}` },
       body: JSON.stringify({ content: "build me something" })
     }).catch(() => undefined)
-    await waitFor(async () => (await lastStatuses(id)).includes("pending"))
+    await waitFor(async () => stack.model.requests.length > asked && (await lastStatuses(id)).includes("pending"))
     first.child.kill("SIGKILL")
     await first.exited
     expect(await lastStatuses(id)).toEqual(["complete", "pending"])
