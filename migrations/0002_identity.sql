@@ -131,7 +131,7 @@ BEGIN
     RAISE EXCEPTION 'invalid email address' USING ERRCODE = '22023';
   END IF;
   INSERT INTO sys.users (email, role, display_name)
-  VALUES (p_email, p_role, split_part(p_email, '@', 1))
+  VALUES (p_email, p_role, left(split_part(p_email, '@', 1), 200))
   RETURNING id INTO v_user_id;
   RETURN sys.issue_magic_link(v_user_id);
 EXCEPTION

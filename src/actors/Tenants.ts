@@ -42,8 +42,15 @@ export const makeTenants = <Services>(options: TenantsOptions<Services>) =>
     })
     return {
       use: (name: string) =>
-        RcMap.get(live, name).pipe(
-          Effect.catchTag("ExceededCapacityError", () => Effect.fail(new TenantsExhausted({ limit: options.capacity })))
-        )
+        Effect.gen(function*() {
+          // Asked before an entry is made: names that are not tenants must not take the places of live ones.
+          if (!(yield* RcMap.has(live, name))) {
+            const known = yield* options.exists(name).pipe(Effect.mapError(() => new TenantUnavailable({ name })))
+            if (!known) return yield* new UnknownTenant({ name })
+          }
+          return yield* RcMap.get(live, name).pipe(
+            Effect.catchTag("ExceededCapacityError", () => Effect.fail(new TenantsExhausted({ limit: options.capacity })))
+          )
+        })
     } satisfies TenantsShape<Services>
   })

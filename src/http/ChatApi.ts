@@ -2,9 +2,9 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
-import { BadRequest, Forbidden, NotFound, Unavailable } from "./Errors.ts"
+import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { SystemApi } from "./SystemApi.ts"
-import { ValidationErrors } from "./Validation.ts"
+import { isShallowJson, ValidationErrors } from "./Validation.ts"
 
 const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
 const Message = Schema.Struct({
@@ -15,7 +15,7 @@ const Message = Schema.Struct({
   created_at: Schema.String
 })
 const id = { id: Schema.String }
-const errors = [BadRequest, Forbidden, NotFound, Unavailable]
+const errors = [BadRequest, Unauthorized, Forbidden, NotFound, Unavailable]
 
 export class ConversationsApi extends HttpApiGroup.make("conversations")
   .add(HttpApiEndpoint.get("list", "/conversations", { success: Schema.Array(Conversation), error: errors }))
@@ -43,7 +43,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     payload: Schema.Struct({
       message_id: Schema.String,
       approved: Schema.optionalKey(Schema.Boolean),
-      modified_args: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown)))
+      modified_args: Schema.optionalKey(Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown).pipe(Schema.check(isShallowJson))))
     }),
     success: Schema.Struct({
       status: Schema.Literals(["complete", "rejected", "error"]),

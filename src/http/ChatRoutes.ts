@@ -13,12 +13,13 @@ import { ConversationActors } from "../actors/ConversationActor.ts"
 import { runTool, ToolFailed } from "../services/ChatTools.ts"
 import { type ChatEvent, runTurn } from "../services/ChatTurn.ts"
 import * as Conversations from "../services/Conversations.ts"
+import { sqlState } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import type { RequestContext } from "../services/RequestContext.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
 import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
-import { BadRequest, databaseUnavailable, NotFound } from "./Errors.ts"
+import { BadRequest, databaseUnavailable, NotFound, Unauthorized } from "./Errors.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
@@ -109,7 +110,13 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
     .handle("create", ({ payload }) =>
       Effect.gen(function*() {
         const principal = yield* manager
-        return yield* Conversations.createConversation(principal.userId, payload.title)
+        return yield* Conversations.createConversation(principal.userId, payload.title).pipe(
+          // A valid token of a user who is gone (deleted after it was issued).
+          Effect.catchIf(
+            (error) => sqlState(error) === "23503",
+            () => Effect.fail(new Unauthorized({ error: "unknown user" }))
+          )
+        )
       }).pipe(databaseUnavailable))
     .handle("get", ({ params }) =>
       Effect.gen(function*() {

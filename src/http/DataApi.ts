@@ -3,12 +3,13 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
 import { BadRequest, Forbidden, Unavailable } from "./Errors.ts"
+import { isShallowJson } from "./Validation.ts"
 
 /** Bounds of spec's "every untrusted input has a bound" for the caller's SQL. */
 export const MAX_SQL_LENGTH = 100_000
 export const MAX_PARAMS = 1_000
 
-const Params = Schema.Array(Schema.Unknown).pipe(Schema.check(Schema.isMaxLength(MAX_PARAMS)))
+const Params = Schema.Array(Schema.Unknown).pipe(Schema.check(Schema.isMaxLength(MAX_PARAMS), isShallowJson))
 
 export const SqlResultBody = Schema.Struct({
   rows: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)),

@@ -77,8 +77,12 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
         const statement = yield* guard.check(payload.sql).pipe(
           Effect.catchTag("StatementRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
         )
+        const params = payload.params ?? []
+        if (params.length < statement.parameters) {
+          return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
+        }
         const context = yield* resolveRequestContext(principal, request)
-        const result = yield* runStatement(context, payload.sql, payload.params ?? [], statement, config.sqlMaxResponseBytes)
+        const result = yield* runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
         return respond(result)
       })))
     .handle("function", ({ params, payload, request }) =>
@@ -98,7 +102,7 @@ export const DataHandlers = HttpApiBuilder.group(MainApi, "data", Effect.fn(func
           context,
           `SELECT * FROM ${qualified}(${placeholders})`,
           payload,
-          { kind: "SELECT", returnsRows: true },
+          { kind: "SELECT", returnsRows: true, parameters: payload.length },
           config.sqlMaxResponseBytes
         )
         return respond(result)

@@ -8,7 +8,7 @@
 import { Effect, Schema } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { SqlError } from "effect/sql"
-import { type DatabaseErrorFields, sqlState } from "../services/DatabaseError.ts"
+import { type DatabaseErrorFields, databaseErrorFields, sqlState } from "../services/DatabaseError.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shape 1: { error: string }
@@ -53,14 +53,18 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
 }
 
 /**
- * For routes whose only database failures are the server's problem: a connection, resource or
- * shutdown class (08, 53, 57) is a 503; anything else is a bug and becomes a logged 500.
+ * For routes whose database failures are not the caller's SQL: a connection, resource or shutdown
+ * class (08, 53, 57) is a 503; a value PostgreSQL cannot take (class 22: a NUL byte, an unpaired
+ * surrogate in JSON, a malformed number) is the caller's 400; anything else is a bug and becomes
+ * a logged 500.
  */
 export const databaseUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchIf(effect, SqlError.isSqlError, (error) =>
-    statusForSqlState(sqlState(error) ?? "08000") === 503
-      ? Effect.fail(new Unavailable({ error: "database unavailable" }))
-      : Effect.die(error))
+  Effect.catchIf(effect, SqlError.isSqlError, (error) => {
+    const code = sqlState(error) ?? "08000"
+    if (statusForSqlState(code) === 503) return Effect.fail(new Unavailable({ error: "database unavailable" }))
+    if (code.startsWith("22")) return Effect.fail(new BadRequest({ error: `invalid value: ${databaseErrorFields(error).message}` }))
+    return Effect.die(error)
+  })
 
 /** The reason phrase used when a response left the platform with an error status and no body. */
 const statusMessages: Record<number, string> = {
@@ -82,14 +86,20 @@ const statusMessages: Record<number, string> = {
 }
 export const statusMessage = (status: number): string => statusMessages[status] ?? "error"
 
-/** Gives a bodiless error response the plain `{ error }` body, so no client ever sees an empty 4xx/5xx. */
-export const withErrorBody = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse =>
-  response.status >= 400 && response.body._tag === "Empty"
-    ? HttpServerResponse.jsonUnsafe({ error: statusMessage(response.status) }, {
-      status: response.status,
-      headers: response.headers
-    })
-    : response
+/**
+ * Gives an error response that is not JSON (empty, or the framework's plain text such as 415
+ * "Unsupported content-type") the plain `{ error }` body, so no client ever sees another shape.
+ */
+export const withErrorBody = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
+  if (response.status < 400) return response
+  const body = response.body
+  if (body._tag === "Empty") return HttpServerResponse.jsonUnsafe({ error: statusMessage(response.status) }, { status: response.status, headers: response.headers })
+  if (body._tag === "Uint8Array" && !body.contentType.includes("json")) {
+    const text = new TextDecoder().decode(body.body).trim()
+    return HttpServerResponse.jsonUnsafe({ error: text === "" ? statusMessage(response.status) : text.slice(0, 500) }, { status: response.status })
+  }
+  return response
+}
 
 // ---------------------------------------------------------------------------------------------
 // Shape 2: { error: { message, code, detail, hint, position } }

@@ -6,8 +6,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Context, Effect, Exit, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
-import { withErrorBody } from "./Errors.ts"
+import { createServer, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
+import { statusMessage, withErrorBody } from "./Errors.ts"
 
 export const MAX_BODY_SIZE = ByteSize.mebibytes(1)
 /**
@@ -96,10 +97,27 @@ export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: Liste
     Layer.provideMerge(listen(options))
   )
 
+/**
+ * Requests Node refuses before Plinth sees them (headers too large, a request too slow, bytes
+ * that are not HTTP) are answered in the plain `{ error }` shape too, then the connection closes.
+ */
+const createLimitedServer = () => {
+  const server = createServer(SERVER_LIMITS)
+  server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => {
+    if (!socket.writable) return socket.destroy()
+    const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400
+    const body = JSON.stringify({ error: statusMessage(status) })
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+    )
+  })
+  return server
+}
+
 /** Node's HTTP server, with a listen failure turned into one line that names the setting to change. */
 const listen = (options: ListenOptions) =>
   Layer.effectContext(
-    Layer.build(NodeHttpServer.layer(() => createServer(SERVER_LIMITS), {
+    Layer.build(NodeHttpServer.layer(createLimitedServer, {
       host: options.host,
       port: options.port,
       gracefulShutdownTimeout: GRACEFUL_SHUTDOWN_TIMEOUT

@@ -13,6 +13,8 @@ export interface GuardedStatement {
   readonly kind: "SELECT" | "INSERT" | "UPDATE" | "DELETE"
   /** SELECTs and statements with RETURNING produce rows; the others only a count. */
   readonly returnsRows: boolean
+  /** The highest `$n` the statement uses: fewer params than that is the caller's mistake. */
+  readonly parameters: number
 }
 
 export class StatementRefused extends Schema.TaggedError<StatementRefused>()("StatementRefused", {
@@ -110,6 +112,24 @@ const calledFunctions = (node: unknown, found: Array<string> = []): Array<string
   return found
 }
 
+/** The highest `$n` in a parse tree (0 when it has no parameters). */
+const highestParameter = (node: unknown): number => {
+  let highest = 0
+  const stack: Array<unknown> = [node]
+  while (stack.length > 0) {
+    const current = stack.pop()
+    if (Array.isArray(current)) {
+      stack.push(...current)
+    } else if (typeof current === "object" && current !== null) {
+      for (const [key, value] of Object.entries(current)) {
+        if (key === "ParamRef") highest = Math.max(highest, Number((value as { number?: number }).number ?? 0))
+        else stack.push(value)
+      }
+    }
+  }
+  return highest
+}
+
 /** PostgreSQL 18's tree names it `returningClause` (with a `exprs` list); older ones `returningList`. */
 const hasReturning = (body: Record<string, unknown>): boolean => {
   const clause = body["returningClause"] as { exprs?: ReadonlyArray<unknown> } | undefined
@@ -157,7 +177,7 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
   // `UPDATE pg_settings SET setting = ...` is set_config by another name.
   const catalog = writtenCatalog(tree)
   if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
-  return Effect.succeed({ kind, returnsRows: kind === "SELECT" || hasReturning(body) })
+  return Effect.succeed({ kind, returnsRows: kind === "SELECT" || hasReturning(body), parameters: highestParameter(tree) })
 }
 
 /** Parse results are reused: clients send the same few statements over and over. */

@@ -380,81 +380,7 @@ interface KnownBug {
   readonly matches: (endpoint: Endpoint, request: FuzzRequest, body: unknown) => boolean
 }
 
-const KNOWN_BUGS: ReadonlyArray<KnownBug> = [
-  {
-    id: "415 with a text/plain body",
-    matches: (endpoint, request) =>
-      endpoint.payload && request.method === "POST" && normalizedContentType(request.headers["content-type"]) !== "application/json"
-  },
-  {
-    id: "deep bind parameter or tool argument overflows JSON.stringify",
-    matches: (endpoint, _request, body) => {
-      if (endpoint.name === "POST /conversations/:id/execute-tool") return scan(field(body, "modified_args")).depth > DEEP_PARAMS
-      const params = endpoint.name === "POST /sql" || endpoint.name === "POST /sql (multi-tenant)" ? field(body, "params") : endpoint.name === "POST /function/:name" ? body : undefined
-      return Array.isArray(params) && params.some((param) => scan(param).depth > DEEP_PARAMS)
-    }
-  },
-  {
-    id: "NUL in a text argument of an auth function",
-    matches: (endpoint, _request, body) => {
-      const fields: Record<string, ReadonlyArray<string>> = {
-        "POST /auth/magic-link": ["email"],
-        "POST /auth/magic-link/verify": ["token"],
-        "POST /auth/login": ["email", "password"],
-        "POST /admin/invite": ["email"],
-        "POST /auth/set-password": ["password"]
-      }
-      return (fields[endpoint.name] ?? []).some((key) => stringWithNul(field(body, key)))
-    }
-  },
-  {
-    id: "an email whose local part is longer than 200 characters",
-    matches: (endpoint, _request, body) => {
-      if (endpoint.name !== "POST /admin/invite") return false
-      const email = field(body, "email")
-      return typeof email === "string" && email.split("@")[0]!.length > 200
-    }
-  },
-  {
-    id: "fewer bind parameters than the statement's placeholders (08P01 answered as 503)",
-    matches: (endpoint, _request, body) => {
-      if (!endpoint.name.startsWith("POST /sql")) return false
-      const sql = field(body, "sql")
-      const params = field(body, "params")
-      if (typeof sql !== "string") return false
-      const highest = Math.max(0, ...[...sql.matchAll(/\$(\d+)/g)].map((match) => Number(match[1])))
-      return highest > (Array.isArray(params) ? params.length : 0)
-    }
-  },
-  {
-    id: "a valid token of a user that does not exist",
-    matches: (endpoint, request) =>
-      (endpoint.name === "POST /conversations" || endpoint.name === "POST /conversations (multi-tenant)") &&
-      request.headers["authorization"] === `Bearer ${ghostToken}`
-  },
-  {
-    id: "NUL or lone surrogate in execute-tool's modified_args",
-    matches: (endpoint, _request, body) => {
-      if (endpoint.name !== "POST /conversations/:id/execute-tool") return false
-      const args = scan(field(body, "modified_args"))
-      return args.nul || args.loneSurrogate
-    }
-  },
-  {
-    id: "NUL in a conversation title",
-    matches: (endpoint, _request, body) => endpoint.name.startsWith("POST /conversations ") || endpoint.name === "POST /conversations"
-      ? stringWithNul(field(body, "title"))
-      : false
-  },
-  {
-    id: "NUL or lone surrogate in a chat message",
-    matches: (endpoint, _request, body) => {
-      if (endpoint.name !== "POST /conversations/:id/chat") return false
-      const content = field(body, "content")
-      return typeof content === "string" && (content.includes("\u0000") || LONE_SURROGATE.test(content))
-    }
-  }
-]
+const KNOWN_BUGS: ReadonlyArray<KnownBug> = []
 
 const knownBugOf = (endpoint: Endpoint, request: FuzzRequest): string | undefined => {
   const body = parsedBody(request)
@@ -889,59 +815,60 @@ const jsonPost = (base: string, path: string, body: string, token?: string, head
   })
 
 describe("known bugs found by the fuzzer", () => {
-  it.fails("POST /sql with a bind parameter nested 5,000 deep is a 400, not a 500 (JSON.stringify stack overflow)", async () => {
+  it("POST /sql with a bind parameter nested 5,000 deep is a 400, not a 500 (JSON.stringify stack overflow)", async () => {
     expectClientError(await jsonPost(main.url, "/sql", `{"sql":"SELECT 1","params":[${"[".repeat(5_000)}${"]".repeat(5_000)}]}`, owner.token))
   })
 
-  it.fails("POST /function/:name with an argument nested 5,000 deep is a 400, not a 500 (same overflow)", async () => {
+  it("POST /function/:name with an argument nested 5,000 deep is a 400, not a 500 (same overflow)", async () => {
     expectClientError(await jsonPost(main.url, "/function/length", `[${"[".repeat(5_000)}${"]".repeat(5_000)}]`, owner.token))
   })
 
-  it.fails("POST /auth/magic-link with a NUL in the email is a 400, not a 500", async () => {
+  it("POST /auth/magic-link with a NUL in the email is a 400, not a 500", async () => {
     expectClientError(await jsonPost(main.url, "/auth/magic-link", JSON.stringify({ email: "a\u0000@b" })))
   })
 
-  it.fails("POST /auth/magic-link/verify with a NUL in the token is a 4xx, not a 500", async () => {
+  it("POST /auth/magic-link/verify with a NUL in the token is a 4xx, not a 500", async () => {
     expectClientError(await jsonPost(main.url, "/auth/magic-link/verify", JSON.stringify({ token: "\u0000" })))
   })
 
-  it.fails("POST /auth/login with a NUL in the email is a 4xx, not a 500", async () => {
+  it("POST /auth/login with a NUL in the email is a 4xx, not a 500", async () => {
     expectClientError(await jsonPost(main.url, "/auth/login", JSON.stringify({ email: "\u0000", password: "" })))
   })
 
-  it.fails("POST /admin/invite with a NUL in the email is a 400, not a 500", async () => {
+  it("POST /admin/invite with a NUL in the email is a 400, not a 500", async () => {
     expectClientError(await jsonPost(main.url, "/admin/invite", JSON.stringify({ email: "a\u0000@b", role: "staff" }), owner.token))
   })
 
-  it.fails("POST /auth/set-password with a NUL in the password is a 400, not a 500", async () => {
+  it("POST /auth/set-password with a NUL in the password is a 400, not a 500", async () => {
     const fresh = await verify(main.url, await inviteAsDatabaseAdmin(db, "fuzz-nul-password@plinth.test", "member"))
     expectClientError(await jsonPost(main.url, "/auth/set-password", JSON.stringify({ password: "\u0000".repeat(8) }), fresh.token))
   })
 
-  it.fails("POST /admin/invite of an address whose local part is over 200 characters is a 4xx, not a 500 (display_name check)", async () => {
-    expectClientError(await jsonPost(main.url, "/admin/invite", JSON.stringify({ email: `${"a".repeat(201)}@b`, role: "staff" }), owner.token))
+  it("POST /admin/invite of an address whose local part is over 200 characters invites it with a display name cut to 200, not a 500", async () => {
+    const answer = await jsonPost(main.url, "/admin/invite", JSON.stringify({ email: `${"a".repeat(201)}@b`, role: "staff" }), owner.token)
+    expect(answer.status).toBeLessThan(500)
   })
 
-  it.fails("POST /sql with fewer params than placeholders is a 400, not a 503 (08P01 is the caller's mistake)", async () => {
+  it("POST /sql with fewer params than placeholders is a 400, not a 503 (08P01 is the caller's mistake)", async () => {
     const answer = await jsonPost(main.url, "/sql", JSON.stringify({ sql: "SELECT $1" }), owner.token)
     expect(answer.status).toBe(400)
   })
 
-  it.fails("POST /conversations with a NUL in the title is a 400, not a 500", async () => {
+  it("POST /conversations with a NUL in the title is a 400, not a 500", async () => {
     expectClientError(await jsonPost(chat.url, "/conversations", JSON.stringify({ title: "\u0000" }), owner.token))
   })
 
-  it.fails("POST /conversations/:id/chat with a NUL in the content is a 400, not a 500 (jsonb refuses \\u0000)", async () => {
+  it("POST /conversations/:id/chat with a NUL in the content is a 400, not a 500 (jsonb refuses \\u0000)", async () => {
     const id = await createConversation(owner.token)
     expectClientError(await jsonPost(chat.url, `/conversations/${id}/chat`, JSON.stringify({ content: "\u0000" }), owner.token))
   })
 
-  it.fails("POST /conversations/:id/chat with a lone surrogate in the content is a 400, not a 500 (jsonb refuses \\ud800)", async () => {
+  it("POST /conversations/:id/chat with a lone surrogate in the content is a 400, not a 500 (jsonb refuses \\ud800)", async () => {
     const id = await createConversation(owner.token)
     expectClientError(await jsonPost(chat.url, `/conversations/${id}/chat`, JSON.stringify({ content: "\ud800" }), owner.token))
   })
 
-  it.fails("POST /conversations with a valid token of a user that does not exist is a 4xx, not a 500 (foreign-key violation)", async () => {
+  it("POST /conversations with a valid token of a user that does not exist is a 4xx, not a 500 (foreign-key violation)", async () => {
     expectClientError(await jsonPost(chat.url, "/conversations", JSON.stringify({ title: "x" }), ghostToken))
   })
 
@@ -955,18 +882,18 @@ describe("known bugs found by the fuzzer", () => {
     return { conversation, message: String(row!["id"]) }
   }
 
-  it.fails("POST /conversations/:id/execute-tool with a NUL in modified_args is a 4xx, not a 500 (jsonb refuses \\u0000)", async () => {
+  it("POST /conversations/:id/execute-tool with a NUL in modified_args is a 4xx, not a 500 (jsonb refuses \\u0000)", async () => {
     const { conversation, message } = await pendingToolCall()
     expectClientError(await jsonPost(chat.url, `/conversations/${conversation}/execute-tool`, JSON.stringify({ message_id: message, modified_args: { steps: ["\u0000"] } }), owner.token))
   })
 
-  it.fails("POST /conversations/:id/execute-tool with modified_args nested 5,000 deep is a 4xx, not a 500 (JSON.stringify stack overflow)", async () => {
+  it("POST /conversations/:id/execute-tool with modified_args nested 5,000 deep is a 4xx, not a 500 (JSON.stringify stack overflow)", async () => {
     const { conversation, message } = await pendingToolCall()
     const body = `{"message_id":"${message}","modified_args":{"steps":${"[".repeat(5_000)}${"]".repeat(5_000)}}}`
     expectClientError(await jsonPost(chat.url, `/conversations/${conversation}/execute-tool`, body, owner.token))
   })
 
-  it.fails("unknown X-Tenant names do not use up TENANT_MAX_LIVE: a registered tenant still answers after them", async () => {
+  it("unknown X-Tenant names do not use up TENANT_MAX_LIVE: a registered tenant still answers after them", async () => {
     const service = await startLoggedService("main", "main (2 tenants)", db.mainUrl, { NODE_ENV: "test", MULTI_TENANT: "true", TENANT_MAX_LIVE: "2" })
     try {
       const select = (tenant: string) => jsonPost(service.url, "/sql", JSON.stringify({ sql: "SELECT 1" }), tenantOwner.token, { "x-tenant": tenant })
@@ -980,7 +907,7 @@ describe("known bugs found by the fuzzer", () => {
     }
   })
 
-  it.fails("a body with a content type other than JSON is a 415 with a JSON {error}, not text/plain", async () => {
+  it("a body with a content type other than JSON is a 415 with a JSON {error}, not text/plain", async () => {
     expectClientError(await raw(main.url, "/sql", {
       method: "POST",
       headers: { "content-type": "text/plain", authorization: `Bearer ${owner.token}` },
@@ -988,7 +915,7 @@ describe("known bugs found by the fuzzer", () => {
     }))
   })
 
-  it.fails("request headers over 16 KiB are a 431 with a JSON {error}, not an empty answer", async () => {
+  it("request headers over 16 KiB are a 431 with a JSON {error}, not an empty answer", async () => {
     expectClientError(await raw(main.url, "/sql", {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${"x".repeat(17_000)}` },
