@@ -1,23 +1,25 @@
 /**
- * `npm run bench`: each scenario starts its own embedded PostgreSQL and Plinth, measures beside a
- * raw baseline of the same run, and prints a table; the report goes to docs/benchmarks.md too.
+ * `npm run bench`: each scenario runs in a fresh process of its own (so memory figures are not
+ * another scenario's leftovers), starts its own embedded PostgreSQL and Plinth, measures beside a
+ * raw baseline of the same run, and prints a table; the report goes to docs/benchmarks.md.
  */
+import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
-import { run as events } from "./events.ts"
-import { run as introspect } from "./introspect.ts"
-import { run as sql } from "./sql.ts"
+
+const SCENARIOS = ["bench/sql.ts", "bench/events.ts", "bench/introspect.ts"]
 
 const sections: Array<string> = [
   "# Benchmarks",
   "",
   `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown"}), ` +
   `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL 18 (embedded). Database, load generator and Plinth share ` +
-  "the machine. Targets not met are shown as such.",
+  "the machine; each scenario runs in a fresh process. Targets not met are shown as such.",
   ""
 ]
-for (const scenario of [sql, events, introspect]) {
-  const table = await scenario()
+for (const scenario of SCENARIOS) {
+  const run = spawnSync(process.execPath, ["--expose-gc", scenario], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 16 * 1024 * 1024 })
+  const table = run.status === 0 ? run.stdout.trim() : `### ${scenario}\n\nfailed (exit ${run.status})`
   console.log(`${table}\n`)
   sections.push(table, "")
 }
