@@ -5,7 +5,7 @@
  * with the transaction and never leak to the next user of the pooled connection. The values are
  * bound parameters: nothing here is concatenated from the request.
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import type { AppRole } from "./AccessTokens.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
@@ -52,8 +52,43 @@ const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effec
     return Effect.failCause(cause)
   })
 
+/**
+ * statement_timeout is the server's own: a server that stopped answering (a frozen host) never
+ * fires it. So the transaction runs on a fiber of its own and the caller waits at most this long
+ * past the statement timeout; a late answer is then a connection failure (503), while the
+ * abandoned transaction finishes or fails on its own once the server answers again.
+ */
+const CLIENT_DEADLINE_MARGIN = Duration.millis(500)
+
+const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkDetach(effect)
+    // Interrupting without waiting: against a frozen server the rollback itself would hang.
+    const abandon = Effect.forkDetach(Fiber.interrupt(fiber))
+    return yield* Fiber.join(fiber).pipe(
+      Effect.timeoutOrElse({
+        duration: deadline,
+        orElse: () =>
+          Effect.andThen(
+            abandon,
+            Effect.fail(new SqlError.SqlError({
+              reason: new SqlError.ConnectionError({ cause: new Error("no answer"), message: "the database did not answer in time" })
+            }))
+          )
+      }),
+      // A caller that goes away (a closed request) still cancels its transaction.
+      Effect.onInterrupt(() => abandon)
+    )
+  })
+
 /** Runs `effect` in a transaction as `context`; any failure rolls everything back. */
 export const asRequest = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
+  withDeadline(
+    Duration.sum(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT, CLIENT_DEADLINE_MARGIN),
+    asTransaction(context, effect)
+  )
+
+const asTransaction = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
   connectionLossAsFailure(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const timeout = `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`

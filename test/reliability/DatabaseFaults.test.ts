@@ -346,9 +346,7 @@ describe("PostgreSQL frozen (SIGSTOP): it stops answering but closes no connecti
       s.status === 0 || s.end - s.start > boundMs || (s.start >= at.frozen && s.end < at.thawed && s.status !== 503)
     )
 
-  // Known gap (open in the reliability issue): /sql on a pooled connection waits for a frozen server
-  // (statement_timeout is the server's own) until it thaws; it needs a client-side deadline.
-  it.fails("POST /sql answers within SQL_TIMEOUT (503) instead of hanging", () => {
+  it("POST /sql answers within SQL_TIMEOUT (503) instead of hanging", () => {
     expect(overlapping(load.samples).length).toBeGreaterThan(0)
     expect(folded(misbehaved(load.samples, SQL_TIMEOUT_MS + MARGIN_MS))).toEqual([])
   })

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type AuthStack, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
+import { query } from "../support/database.ts"
 import { type RunningService, startService } from "../support/services.ts"
-import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, type SqlResult, sqlRequest } from "./fixtures.ts"
+import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, eventually, type SqlResult, sqlRequest } from "./fixtures.ts"
 
 let stack: AuthStack
 let production: RunningService
@@ -174,6 +175,31 @@ describe("other classes", () => {
     const after = await run<SqlResult>("SELECT 1 AS one")
     expect(after.status).toBe(200)
     expect(after.body).toEqual({ rows: [{ one: 1 }], rowCount: 1 })
+  })
+
+  it("a client that goes away cancels its statement in the database", async () => {
+    const patient = await startService("main", stack.db.mainUrl, { ...stack.env, SQL_TIMEOUT: "60s" })
+    const sleeping = () =>
+      query(stack.db.adminUrl, (sql) =>
+        sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE state = 'active' AND query LIKE '%pg_sleep(50)%' AND pid <> pg_backend_pid()`)
+        .then((rows) => rows[0]!.n)
+    try {
+      const controller = new AbortController()
+      const request = fetch(`${patient.url}/sql`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${member.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ sql: "SELECT pg_sleep(50) AS slept" }),
+        signal: controller.signal
+      }).catch((error: unknown) => error)
+      expect(await eventually(async () => (await sleeping()) === 1, 5_000)).toBe(true)
+      controller.abort()
+      await request
+      // Far sooner than the 60 s statement timeout or the 50 s sleep.
+      expect(await eventually(async () => (await sleeping()) === 0, 10_000)).toBe(true)
+    } finally {
+      await patient.close()
+    }
   })
 })
 
