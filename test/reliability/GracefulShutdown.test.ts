@@ -1,0 +1,76 @@
+/**
+ * Graceful shutdown of the main service under load: SIGTERM stops accepting connections, lets the
+ * requests already running finish with their real answers, and the process exits 0.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { inviteAsDatabaseAdmin, verify } from "../support/auth.ts"
+import { runPlinth } from "../support/cli.ts"
+import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
+import { freePort } from "../support/ports.ts"
+
+let db: TestDatabase
+beforeAll(async () => {
+  db = await createTestDatabase()
+})
+afterAll(() => db?.drop())
+
+const JWT_SECRET = "a-test-secret-that-is-at-least-32-bytes-long"
+
+const serveMain = async () => {
+  const port = await freePort()
+  const plinth = runPlinth(["serve", "main"], { JWT_SECRET, DATABASE_URL: db.mainUrl, PORT: String(port), SQL_TIMEOUT: "60s" })
+  await plinth.waitFor(/Plinth main service: \S+/)
+  return { plinth, base: `http://127.0.0.1:${port}` }
+}
+
+const sqlAs = (base: string, token: string, sql: string, params: ReadonlyArray<unknown> = []) =>
+  fetch(`${base}/sql`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", connection: "close" },
+    body: JSON.stringify({ sql, params })
+  }).then(async (response) => ({ status: response.status, body: await response.json() as unknown }))
+
+describe("SIGTERM under load (plinth serve main)", () => {
+  it("in-flight requests finish with 200, new connections are refused, exit 0", async () => {
+    const { plinth, base } = await serveMain()
+    try {
+      const { token } = await verify(base, await inviteAsDatabaseAdmin(db, "drain@plinth.test", "member"))
+      const inFlight = Array.from({ length: 8 }, (_, i) => sqlAs(base, token, "SELECT $1::int AS i, true AS slept FROM pg_sleep(1.5)", [i]))
+      // Let every request reach the database before the signal.
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      plinth.child.kill("SIGTERM")
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const late = await fetch(`${base}/health`).then((r) => r.status, () => "refused")
+
+      expect(await Promise.all(inFlight)).toEqual(
+        Array.from({ length: 8 }, (_, i) => ({ status: 200, body: { rows: [{ i, slept: true }], rowCount: 1 } }))
+      )
+      expect(late).toBe("refused")
+      expect(await plinth.exited).toBe(0)
+    } finally {
+      plinth.child.kill("SIGKILL")
+    }
+  }, 60_000)
+
+  it("the drain is bounded: a request that outlasts it gets 503, does not hold the process, and its statement ends", async () => {
+    const { plinth, base } = await serveMain()
+    try {
+      const { token } = await verify(base, await inviteAsDatabaseAdmin(db, "long@plinth.test", "member"))
+      const long = sqlAs(base, token, "SELECT true AS slept FROM pg_sleep(40)")
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const stopping = Date.now()
+      plinth.child.kill("SIGTERM")
+      expect(await plinth.exited).toBe(0)
+      // The drain bound is 3 s; far below the 40 s statement.
+      expect(Date.now() - stopping).toBeLessThan(15_000)
+      // Cut off at the bound, it still gets an answer: 503, not a dropped connection.
+      expect(await long).toEqual({ status: 503, body: { error: "service unavailable" } })
+      const sleeping = await query(db.adminUrl, (sql) =>
+        sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE state = 'active' AND query LIKE '%pg_sleep(40)%' AND pid <> pg_backend_pid()`)
+      expect(sleeping[0]!.n).toBe(0)
+    } finally {
+      plinth.child.kill("SIGKILL")
+    }
+  }, 60_000)
+})
