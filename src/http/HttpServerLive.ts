@@ -13,9 +13,16 @@ import { statusMessage, withErrorBody } from "./Errors.ts"
 export const MAX_BODY_SIZE = ByteSize.mebibytes(1)
 /**
  * Bounds on receiving a request (not on answering it: event streams stay open): a client that
- * trickles its headers or body (slow loris) is cut off, and headers are at most 16 KiB.
+ * trickles its headers or body (slow loris) is cut off, and headers are at most 16 KiB. Node
+ * checks the two timeouts only every `connectionsCheckingInterval` (30 s by default), which
+ * would let a trickle live 40 s instead of 10.
  */
-const SERVER_LIMITS = { headersTimeout: 10_000, requestTimeout: 30_000, maxHeaderSize: 16 * 1024 } as const
+const SERVER_LIMITS = {
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  connectionsCheckingInterval: 1_000,
+  maxHeaderSize: 16 * 1024
+} as const
 /** Open SSE streams would otherwise hold shutdown for 20 s (DESIGN.md). */
 const GRACEFUL_SHUTDOWN_TIMEOUT = "3 seconds"
 
