@@ -5,13 +5,13 @@
 import { connect, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
-import { type RunningService, startService, testEnv } from "../support/services.ts"
+import { type RunningService, startService } from "../support/services.ts"
 
 let db: TestDatabase
 let main: RunningService
 beforeAll(async () => {
   db = await createTestDatabase()
-  main = await startService("main", db.mainUrl, testEnv())
+  main = await startService("main", db.mainUrl)
 })
 afterAll(async () => {
   await main?.close()
