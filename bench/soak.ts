@@ -3,9 +3,11 @@
  * under row-level security, 16 clients from a second process) with SSE clients connected (a third
  * process) and a page change every slice. After each 30 s slice the service's process is
  * garbage-collected and its memory sampled; the first minute is warm-up. Pass: memory growth after
- * warm-up ≤ 5 %, no failed request, every stream still connected. Figures go to docs/reliability.md.
+ * warm-up ≤ 5 %, no failed request, every stream still connected. Then the long runs of two
+ * property tests: 10,000 fuzz bodies per JSON endpoint, 200 `/continue` races over two chat
+ * instances. Figures go to docs/reliability.md.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -78,6 +80,21 @@ const sseClients = (base: string, token: string) =>
     child.on("exit", (code) => reject(new Error(`SSE clients exited ${code}`)))
   })
 
+const FUZZ_RUNS = 10_000
+const RACE_RUNS = 200
+
+/** The CI property tests with their soak-sized run counts, through vitest as in CI. */
+const longProperties = () => {
+  const run = spawnSync("npx", ["vitest", "run", "test/reliability/Fuzz.test.ts", "test/chat/Concurrency.test.ts"], {
+    env: { ...process.env, FUZZ_RUNS: String(FUZZ_RUNS), CHAT_RACE_RUNS: String(RACE_RUNS), NO_COLOR: "1", FORCE_COLOR: "0" },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    maxBuffer: 256 * 1024 * 1024
+  })
+  const tests = /Tests\s+(.*)$/m.exec(run.stdout ?? "")?.[1]?.trim() ?? "no result"
+  return { passed: run.status === 0, summary: `tests: ${tests}` }
+}
+
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1)
 
 const stack = await startBenchStack({ EVENTS_MAX_STREAMS_PER_USER: String(STREAMS + 10) })
@@ -113,7 +130,8 @@ try {
   const heapGrowth = (last.heap - base.heap) / base.heap
   const failed = slices.reduce((n, s) => n + s.failed, 0)
   const total = slices.reduce((n, s) => n + s.rps * SLICE_SECONDS, 0)
-  const pass = rssGrowth <= 0.05 && failed === 0 && streamsAlive && last.changesSeen === count
+  const properties = longProperties()
+  const pass = properties.passed && rssGrowth <= 0.05 && failed === 0 && streamsAlive && last.changesSeen === count
   const report = [
     "# Reliability",
     "",
@@ -134,6 +152,7 @@ try {
     `| event streams connected at the end | ${streamsAlive ? STREAMS : "lost"} of ${STREAMS} | all | ${streamsAlive ? "met" : "not met"} |`,
     `| page changes received by every stream | ${last.changesSeen} of ${count} | all | ${last.changesSeen === count ? "met" : "not met"} |`,
     `| p99 latency per slice (min / max) | ${Math.min(...slices.map((s) => s.p99))} / ${Math.max(...slices.map((s) => s.p99))} ms | | |`,
+    `| fuzz (${FUZZ_RUNS} bodies per JSON endpoint) and \`/continue\` races (${RACE_RUNS} over two chat instances) | ${properties.summary} | all pass | ${properties.passed ? "met" : "not met"} |`,
     "",
     pass ? "Result: **pass**." : "Result: **fail**.",
     ""

@@ -58,7 +58,7 @@ const SEED = Number(process.env["FUZZ_SEED"] ?? 20_260_611)
 const RUNS = Number(process.env["FUZZ_RUNS"] ?? 2_000)
 const CONCURRENCY = 16
 const REQUEST_TIMEOUT_MS = 10_000
-const TEST_TIMEOUT_MS = 240_000
+const TEST_TIMEOUT_MS = Math.max(240_000, RUNS * 60)
 /** The client-address header the stack trusts (CLIENT_IP_HEADER): random per request, so the magic-link limits do not starve the fuzz. */
 const CLIENT_IP_HEADER = "x-fuzz-client"
 /**
