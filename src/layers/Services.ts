@@ -10,7 +10,7 @@ import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
 import { TenantSelection, TenantSource } from "../http/TenantSelection.ts"
-import { Challenge } from "../services/Challenge.ts"
+import { Challenge, sharedClaims } from "../services/Challenge.ts"
 import { failAbandoned } from "../services/Conversations.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { Model } from "../services/Model.ts"
@@ -21,21 +21,24 @@ import { requireUrl } from "./Database.ts"
 import { tenantSource } from "./Tenancy.ts"
 
 /**
- * Rate limits: in memory (one process), or in PostgreSQL so that every replica counts the same
- * requests — the default whenever DATABASE_URL is set (several replicas are possible then).
+ * Rate limits and bot-check claims: in memory (one process), or in PostgreSQL so that every replica
+ * sees the same requests (RATE_LIMIT_STORE) — the default whenever DATABASE_URL is set (several
+ * replicas are possible then).
  */
-const RateLimiterLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* PlinthConfig
-  const store = Option.getOrElse(config.rateLimitStore, () => (Option.isSome(config.databaseUrl) ? "postgres" : "memory"))
-  if (store === "memory") return RateLimiter.layer
-  return Layer.effect(RateLimiter, Effect.gen(function*() {
+const sharedStore = <A, E, R>(memory: Layer.Layer<A, E, R>, shared: (sql: SqlClient.SqlClient) => Layer.Layer<A, E, R>) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    const store = Option.getOrElse(config.rateLimitStore, () => (Option.isSome(config.databaseUrl) ? "postgres" : "memory"))
+    if (store === "memory") return memory
     const source = yield* TenantSource
-    return yield* makeSharedRateLimiter(Context.get(source.process, SqlClient.SqlClient))
+    return shared(Context.get(source.process, SqlClient.SqlClient))
   }))
-}))
+
+const RateLimiterLive = sharedStore(RateLimiter.layer, (sql) => Layer.effect(RateLimiter, makeSharedRateLimiter(sql)))
+const ChallengeLive = sharedStore(Challenge.layer, (sql) => Challenge.layerWith(sharedClaims(sql)))
 
 /** What the main service's handlers stand on, besides the tenant of each request. */
-const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, Challenge.layer, Mailer.layer, SqlGuard.layer)
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer)
 
 const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Option.getOrUndefined(Option.map(value, Redacted.value))
 

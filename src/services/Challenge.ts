@@ -2,12 +2,14 @@
  * The bot check of spec §5.6: a challenge token from the client is verified with a
  * Turnstile-compatible siteverify endpoint before a sign-in is allowed to proceed.
  *
- * Without CHALLENGE_SECRET the check is skipped. A token is accepted at most once: it is remembered
- * (hashed, in memory, bounded) from the moment its verification starts, so neither a replay nor two
- * concurrent requests with the same token get through. The secret and the tokens are never logged.
+ * Without CHALLENGE_SECRET the check is skipped. A token is accepted at most once: it is claimed
+ * (hashed) from the moment its verification starts, so neither a replay nor two concurrent requests
+ * with the same token get through. Claims live in memory (bounded), or in PostgreSQL when every
+ * replica must see them (`sharedClaims`). The secret and the tokens are never logged.
  */
 import { Cause, Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
+import type { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { PlinthConfig } from "./PlinthConfig.ts"
 
@@ -19,23 +21,29 @@ export class Challenge extends Context.Service<Challenge, {
   /** Passes when no CHALLENGE_SECRET is configured. */
   readonly verify: (token: string | undefined, remoteIp: string | undefined) => Effect.Effect<void, ChallengeFailed>
 }>()("plinth/Challenge") {
-  static readonly layer: Layer.Layer<Challenge, never, PlinthConfig> = Layer.effect(Challenge, Effect.gen(function*() {
-    const config = yield* PlinthConfig
-    if (Option.isNone(config.challengeSecret)) {
-      if (config.isProduction) yield* Effect.logWarning("CHALLENGE_SECRET not set: the bot check is skipped")
-      return Challenge.of({ verify: () => Effect.void })
-    }
-    const client = (yield* HttpClient.HttpClient).pipe(HttpClient.filterStatusOk)
-    return Challenge.of({
-      verify: makeVerify({
-        client,
-        secret: config.challengeSecret.value,
-        verifyUrl: config.challengeVerifyUrl,
-        failClosed: config.isProduction,
-        replayGuard: makeReplayGuard(REPLAY_TTL_MILLIS, REPLAY_CAPACITY)
+  /** Claims remembered by this process only. */
+  static readonly layer: Layer.Layer<Challenge, never, PlinthConfig> = Layer.suspend(() =>
+    Challenge.layerWith(memoryClaims(makeReplayGuard(REPLAY_TTL_MILLIS, REPLAY_CAPACITY)))
+  )
+
+  static readonly layerWith = (claims: ClaimStore): Layer.Layer<Challenge, never, PlinthConfig> =>
+    Layer.effect(Challenge, Effect.gen(function*() {
+      const config = yield* PlinthConfig
+      if (Option.isNone(config.challengeSecret)) {
+        if (config.isProduction) yield* Effect.logWarning("CHALLENGE_SECRET not set: the bot check is skipped")
+        return Challenge.of({ verify: () => Effect.void })
+      }
+      const client = (yield* HttpClient.HttpClient).pipe(HttpClient.filterStatusOk)
+      return Challenge.of({
+        verify: makeVerify({
+          client,
+          secret: config.challengeSecret.value,
+          verifyUrl: config.challengeVerifyUrl,
+          failClosed: config.isProduction,
+          claims
+        })
       })
-    })
-  })).pipe(Layer.provide(FetchHttpClient.layer))
+    })).pipe(Layer.provide(FetchHttpClient.layer))
 }
 
 /** Turnstile's own limit; anything longer is not a token and is not worth a network call. */
@@ -86,6 +94,32 @@ export const makeReplayGuard = (ttlMillis: number, capacity: number): ReplayGuar
   }
 }
 
+/** Where claimed tokens are remembered. */
+export interface ClaimStore {
+  /** Claims `key` for the replay lifetime; false when it is already claimed (a replay). */
+  readonly claim: (key: string) => Effect.Effect<boolean>
+  readonly release: (key: string) => Effect.Effect<void>
+}
+
+const memoryClaims = (guard: ReplayGuard): ClaimStore => ({
+  claim: (key) => Effect.map(Clock.currentTimeMillis, (now) => guard.reserve(key, now)),
+  release: (key) => Effect.sync(() => guard.release(key))
+})
+
+/**
+ * Claims in PostgreSQL (plinth.challenge_claim, migration 0011), one atomic call each, so a token
+ * is accepted once whichever replica sees it. A store that cannot be asked claims nothing: the
+ * token is refused, as a sign-in could not proceed without the database anyway.
+ */
+export const sharedClaims = (sql: SqlClient.SqlClient): ClaimStore => ({
+  claim: (key) =>
+    sql<{ claimed: boolean }>`SELECT plinth.challenge_claim(${key}, ${REPLAY_TTL_MILLIS / 1000}) AS claimed`.pipe(
+      Effect.map(([row]) => row?.claimed === true),
+      Effect.catchTag("SqlError", (error) => Effect.as(Effect.logWarning("challenge claim store unavailable", error), false))
+    ),
+  release: (key) => sql`SELECT plinth.challenge_release(${key})`.pipe(Effect.ignore)
+})
+
 /** Only a digest is kept: 10 000 tokens of up to 2 KiB each would otherwise be 20 MB of memory. */
 const tokenKey = (token: string): string => createHash("sha256").update(token).digest("base64")
 
@@ -128,11 +162,11 @@ interface VerifyOptions {
   readonly verifyUrl: URL
   /** Production: a verification that gets no verdict refuses the request. */
   readonly failClosed: boolean
-  readonly replayGuard: ReplayGuard
+  readonly claims: ClaimStore
 }
 
 const makeVerify = (options: VerifyOptions) => {
-  const { client, secret, verifyUrl, failClosed, replayGuard } = options
+  const { client, secret, verifyUrl, failClosed, claims } = options
 
   const siteverify = (token: string, remoteIp: string | undefined): Effect.Effect<Outcome> =>
     client.execute(
@@ -157,14 +191,14 @@ const makeVerify = (options: VerifyOptions) => {
     if (token.length > MAX_TOKEN_LENGTH) return yield* new ChallengeFailed({ reason: "challenge token too long" })
 
     const key = tokenKey(token)
-    // Reserved before the network call, synchronously with the check: a concurrent request with the
-    // same token finds the reservation and is refused, whatever the service later says.
-    if (!replayGuard.reserve(key, yield* Clock.currentTimeMillis)) {
+    // Claimed before the network call, atomically with the check: a concurrent request with the
+    // same token finds the claim and is refused, whatever the service later says.
+    if (!(yield* claims.claim(key))) {
       return yield* new ChallengeFailed({ reason: "replayed" })
     }
 
     const outcome = yield* siteverify(token, remoteIp).pipe(
-      Effect.onInterrupt(() => Effect.sync(() => replayGuard.release(key)))
+      Effect.onInterrupt(() => claims.release(key))
     )
     if (outcome._tag === "Verdict") {
       if (outcome.success) return
@@ -178,7 +212,7 @@ const makeVerify = (options: VerifyOptions) => {
     if (failClosed) {
       yield* Effect.logWarning(`challenge verification failed (${outcome.why}): request refused`)
       // The service never judged this token, so the user may present it again.
-      replayGuard.release(key)
+      yield* claims.release(key)
       return yield* new ChallengeFailed({ reason: "challenge verification unavailable" })
     }
     yield* Effect.logWarning(`challenge verification failed (${outcome.why}): passing because NODE_ENV is not production`)
