@@ -97,7 +97,7 @@ export const makeReplayGuard = (ttlMillis: number, capacity: number): ReplayGuar
 /** Where claimed tokens are remembered. */
 export interface ClaimStore {
   /** Claims `key` for the replay lifetime; false when it is already claimed (a replay). */
-  readonly claim: (key: string) => Effect.Effect<boolean>
+  readonly claim: (key: string) => Effect.Effect<boolean, ChallengeFailed>
   readonly release: (key: string) => Effect.Effect<void>
 }
 
@@ -109,13 +109,17 @@ const memoryClaims = (guard: ReplayGuard): ClaimStore => ({
 /**
  * Claims in PostgreSQL (plinth.challenge_claim, migration 0011), one atomic call each, so a token
  * is accepted once whichever replica sees it. A store that cannot be asked claims nothing: the
- * token is refused, as a sign-in could not proceed without the database anyway.
+ * request is refused, as a sign-in could not proceed without the database anyway.
  */
 export const sharedClaims = (sql: SqlClient.SqlClient): ClaimStore => ({
   claim: (key) =>
     sql<{ claimed: boolean }>`SELECT plinth.challenge_claim(${key}, ${REPLAY_TTL_MILLIS / 1000}) AS claimed`.pipe(
       Effect.map(([row]) => row?.claimed === true),
-      Effect.catchTag("SqlError", (error) => Effect.as(Effect.logWarning("challenge claim store unavailable", error), false))
+      Effect.catchTag("SqlError", (error) =>
+        Effect.andThen(
+          Effect.logWarning("challenge claim store unavailable", error),
+          new ChallengeFailed({ reason: "challenge verification unavailable" })
+        ))
     ),
   release: (key) => sql`SELECT plinth.challenge_release(${key})`.pipe(Effect.ignore)
 })
