@@ -91,6 +91,10 @@ const longProperties = () => {
     stdio: ["ignore", "pipe", "inherit"],
     maxBuffer: 256 * 1024 * 1024
   })
+  // Kept whole: a failure there is found by reading it.
+  const log = path.join(os.tmpdir(), "plinth-soak-properties.log")
+  writeFileSync(log, `${run.stdout ?? ""}\n${run.error?.message ?? ""}`)
+  console.error(`property runs: exit ${run.status}, output in ${log}`)
   const tests = /Tests\s+(.*)$/m.exec(run.stdout ?? "")?.[1]?.trim() ?? "no result"
   return { passed: run.status === 0, summary: `tests: ${tests}` }
 }
