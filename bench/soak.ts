@@ -11,7 +11,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { type BenchStack, signIn, startBenchStack } from "./support.ts"
+import { type BenchStack, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10)
 const SLICE_SECONDS = 30
@@ -61,14 +61,6 @@ const requestsOf = (tokens: ReadonlyArray<string>) =>
       )
     })))
 
-const loadSlice = (planFile: string) =>
-  new Promise<{ rps: number; p99: number; non2xx: number; errors: number }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
-    let out = ""
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim())) : reject(new Error(`load generator exited ${code}`))))
-  })
-
 const sseClients = (base: string, token: string) =>
   new Promise<{ child: ChildProcess; seen: () => number }>((resolve, reject) => {
     const child = spawn(process.execPath, ["bench/sse-clients.ts", base, token, String(STREAMS)], { stdio: ["ignore", "pipe", "inherit"] })
@@ -109,8 +101,7 @@ try {
   clients = sse.child
   let streamsAlive = true
   clients.on("exit", () => (streamsAlive = false))
-  const planFile = path.join(os.tmpdir(), `plinth-soak-plan-${process.pid}.json`)
-  writeFileSync(planFile, JSON.stringify({ url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SLICE_SECONDS, warmupSeconds: 0, requests: requestsOf(tokens) }))
+  const plan = { url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SLICE_SECONDS, warmupSeconds: 0, requests: requestsOf(tokens) }
   const slices: Array<Slice> = []
   const count = Math.max(WARMUP_SLICES + 1, Math.round((MINUTES * 60) / SLICE_SECONDS))
   for (let i = 0; i < count; i++) {
@@ -120,7 +111,7 @@ try {
       // A new slug each time: the stream clients count each slug's arrival once.
       body: JSON.stringify({ sql: "SELECT sys.create_page($1, $2, $3)", params: [`soak-${i}`, `Soak ${i}`, "{}"] })
     })
-    const load = await loadSlice(planFile)
+    const load = await runLoad(plan)
     await changed
     gc()
     const memory = process.memoryUsage()

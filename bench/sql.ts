@@ -8,13 +8,9 @@
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { spawn } from "node:child_process"
-import { writeFileSync } from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { asRequest } from "../src/services/RequestContext.ts"
-import { type BenchStack, signIn, startBenchStack } from "./support.ts"
+import { type BenchStack, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const ROWS = 100_000
 const USERS = 100
@@ -60,23 +56,13 @@ type Scenario = "read" | "write"
 const statement = (scenario: Scenario) =>
   scenario === "read" ? "SELECT id, payload, hits FROM bench_items WHERE id = $1" : "UPDATE bench_items SET hits = hits + 1 WHERE id = $1"
 
-const httpRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario) =>
-  new Promise<Measure>((resolve, reject) => {
-    const requests = users.flatMap((user) =>
-      user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
-    const plan = { url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }
-    const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}.json`)
-    writeFileSync(planFile, JSON.stringify(plan))
-    const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
-    let out = ""
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => {
-      if (code !== 0) return reject(new Error(`load generator exited ${code}`))
-      const result = JSON.parse(out.trim()) as Measure & { non2xx: number; errors: number }
-      if (result.non2xx > 0 || result.errors > 0) return reject(new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`))
-      resolve(result)
-    })
-  })
+const httpRound = async (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
+  const requests = users.flatMap((user) =>
+    user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
+  const result = await runLoad({ url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests })
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`)
+  return result
+}
 
 /** The same transaction as a request's, 32 fibers at a time, for the same duration. */
 const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario) =>

@@ -5,7 +5,9 @@
 import { ConfigProvider, Context, Effect, Exit, Layer, Logger, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
+import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import { writeFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -86,3 +88,30 @@ export const summarize = (samples: ReadonlyArray<number>) => {
   const sorted = [...samples].sort((a, b) => a - b)
   return { min: sorted[0] ?? Number.NaN, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN }
 }
+
+export interface LoadPlan {
+  readonly url: string
+  readonly connections: number
+  readonly seconds: number
+  readonly warmupSeconds: number
+  readonly requests: ReadonlyArray<{ readonly token: string; readonly body: string }>
+}
+
+export interface LoadResult {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly non2xx: number
+  readonly errors: number
+}
+
+/** Runs the load generator (bench/http-load.ts) in a process of its own, so it does not share Plinth's CPU time. */
+export const runLoad = (plan: LoadPlan) =>
+  new Promise<LoadResult>((resolve, reject) => {
+    const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}.json`)
+    writeFileSync(planFile, JSON.stringify(plan))
+    const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
+    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim()) as LoadResult) : reject(new Error(`load generator exited ${code}`))))
+  })
