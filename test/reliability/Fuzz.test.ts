@@ -8,12 +8,11 @@
  * /function), nothing may take longer than REQUEST_TIMEOUT_MS, no server error may be logged, and
  * after each endpoint both services must still be healthy and answer a normal request.
  *
- * Known bugs: requests that hit one of the bugs listed in KNOWN_BUGS are not sent by the fuzz
- * runs (they are counted and printed as "skipped"); each bug is pinned by an `it.fails` test at
- * the end with the smallest request that shows it. When a bug is fixed its `it.fails` starts
- * failing: turn it into `it` and delete its entry from KNOWN_BUGS, so the fuzz covers it again.
+ * Bugs the fuzzer found are pinned at the end, each by the smallest request that showed it.
  *
- * Seed: FUZZ_SEED (default below) and FUZZ_RUNS (requests per endpoint, default 2,000).
+ * Seed: FUZZ_SEED (default below) and FUZZ_RUNS (requests per endpoint, default 2,000; the soak
+ * sends 10,000). Requests are generated and sent in chunks and only failures are kept, so memory
+ * stays flat however many runs are asked for.
  */
 import { Cause, Context, Effect, Exit, Layer, Logger, Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -61,12 +60,6 @@ const REQUEST_TIMEOUT_MS = 10_000
 const TEST_TIMEOUT_MS = Math.max(240_000, RUNS * 60)
 /** The client-address header the stack trusts (CLIENT_IP_HEADER): random per request, so the magic-link limits do not starve the fuzz. */
 const CLIENT_IP_HEADER = "x-fuzz-client"
-/**
- * TENANT_MAX_LIVE of the multi-tenant services: unknown X-Tenant names stay cached and count as
- * live tenants (known bug, see the `it.fails` below), so the fuzz's random names would exhaust the
- * default of 100 and turn every later new name into a 503.
- */
-const UNBOUNDED_TENANTS = "1000000"
 
 // ---------------------------------------------------------------------------------------------
 // The stack: what test/support/chat.ts's startChatStack builds (a database, the fake mail API and
@@ -81,7 +74,23 @@ interface ServerLog {
   readonly text: string
 }
 
-const serverLogs: Array<ServerLog> = []
+/**
+ * The services' Error and Fatal lines (any one fails the run; kept up to a bound) and the last
+ * Warn lines (context for a failing request, which is recent when it is reported).
+ */
+const serverLogs = {
+  errors: [] as Array<ServerLog>,
+  warnings: [] as Array<ServerLog>,
+  keep(log: ServerLog): void {
+    if (log.level === "Warn") {
+      this.warnings.push(log)
+      if (this.warnings.length > 1_000) this.warnings.shift()
+    } else if (this.errors.length < 1_000) this.errors.push(log)
+  },
+  of(requestId: string): Array<ServerLog> {
+    return [...this.errors, ...this.warnings].filter((log) => log.requestId === requestId)
+  }
+}
 
 interface Service {
   readonly name: string
@@ -102,7 +111,7 @@ const startLoggedService = async (which: "main" | "chat", name: string, database
   const logger = Logger.make(({ cause, fiber, logLevel, message }) => {
     if (logLevel !== "Error" && logLevel !== "Fatal" && logLevel !== "Warn") return
     const parts = (Array.isArray(message) ? message : [message]).map(String).join(" ")
-    serverLogs.push({
+    serverLogs.keep({
       service: name,
       level: logLevel,
       requestId: fiber.getRef(RequestId),
@@ -222,8 +231,8 @@ beforeAll(async () => {
   chat = await startLoggedService("chat", "chat", db.chatUrl, env)
   // Multi-tenant services whose one registered tenant is this very database.
   await admin("INSERT INTO plinth.tenants (name) VALUES ($1)", [db.name])
-  tenantMain = await startLoggedService("main", "main (multi-tenant)", db.mainUrl, { ...env, MULTI_TENANT: "true", TENANT_MAX_LIVE: UNBOUNDED_TENANTS })
-  tenantChat = await startLoggedService("chat", "chat (multi-tenant)", db.chatUrl, { ...env, MULTI_TENANT: "true", TENANT_MAX_LIVE: UNBOUNDED_TENANTS })
+  tenantMain = await startLoggedService("main", "main (multi-tenant)", db.mainUrl, { ...env, MULTI_TENANT: "true" })
+  tenantChat = await startLoggedService("chat", "chat (multi-tenant)", db.chatUrl, { ...env, MULTI_TENANT: "true" })
 
   owner = await verify(main.url, await inviteAsDatabaseAdmin(db, "fuzz-owner@plinth.test", "owner"))
   staff = await verify(main.url, await inviteAsDatabaseAdmin(db, "fuzz-staff@plinth.test", "staff"))
@@ -317,76 +326,6 @@ afterAll(async () => {
 })
 
 // ---------------------------------------------------------------------------------------------
-// Known bugs: requests the fuzz runs do not send (see the `it.fails` tests at the end).
-
-const normalizedContentType = (value: string | undefined) => {
-  const lower = (value ?? "application/json").toLowerCase().trim()
-  const semicolon = lower.indexOf(";")
-  return semicolon === -1 ? lower : lower.slice(0, semicolon).trim()
-}
-
-/** The body as the server reads it: UTF-8 (a BOM dropped), then JSON.parse; undefined when that fails. */
-const parsedBody = (request: FuzzRequest): unknown => {
-  if (request.body === undefined) return undefined
-  const bytes = typeof request.body === "string" ? new TextEncoder().encode(request.body) : request.body
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes)) as unknown
-  } catch {
-    return undefined
-  }
-}
-
-interface Scan {
-  readonly depth: number
-  readonly nul: boolean
-  readonly loneSurrogate: boolean
-}
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
-
-/** Depth and string contents of a JSON value, without recursion (values are up to 500,000 deep). */
-const scan = (value: unknown): Scan => {
-  let depth = 0
-  let nul = false
-  let loneSurrogate = false
-  const stack: Array<readonly [unknown, number]> = [[value, 1]]
-  while (stack.length > 0) {
-    const [current, level] = stack.pop()!
-    if (level > depth) depth = level
-    if (typeof current === "string") {
-      if (current.includes("\u0000")) nul = true
-      if (LONE_SURROGATE.test(current)) loneSurrogate = true
-    } else if (typeof current === "object" && current !== null) {
-      for (const [key, item] of Object.entries(current)) {
-        if (key.includes("\u0000")) nul = true
-        if (LONE_SURROGATE.test(key)) loneSurrogate = true
-        stack.push([item, level + 1])
-      }
-    }
-  }
-  return { depth, nul, loneSurrogate }
-}
-
-const field = (body: unknown, key: string): unknown =>
-  typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[key] : undefined
-
-const stringWithNul = (value: unknown) => typeof value === "string" && value.includes("\u0000")
-
-/** JSON.stringify overflows the stack somewhere between 4,000 and 5,000 levels; fuzz params up to 2,000 deep. */
-const DEEP_PARAMS = 2_000
-
-interface KnownBug {
-  readonly id: string
-  readonly matches: (endpoint: Endpoint, request: FuzzRequest, body: unknown) => boolean
-}
-
-const KNOWN_BUGS: ReadonlyArray<KnownBug> = []
-
-const knownBugOf = (endpoint: Endpoint, request: FuzzRequest): string | undefined => {
-  const body = parsedBody(request)
-  return KNOWN_BUGS.find((bug) => bug.matches(endpoint, request, body))?.id
-}
-
 // ---------------------------------------------------------------------------------------------
 // Sending and judging
 
@@ -426,6 +365,9 @@ const isStructuredError = (error: unknown) => {
     (fields["hint"] === null || typeof fields["hint"] === "string") &&
     (fields["position"] === null || Number.isInteger(fields["position"]))
 }
+
+const field = (body: unknown, key: string): unknown =>
+  typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[key] : undefined
 
 /** What is wrong with an answer, if anything. */
 const judge = (endpoint: Endpoint, status: number, contentType: string | null, text: string): string | undefined => {
@@ -478,32 +420,38 @@ const send = async (endpoint: Endpoint, request: FuzzRequest): Promise<Outcome> 
   }
 }
 
-const runConcurrently = async <A, B>(items: ReadonlyArray<A>, concurrency: number, run: (item: A) => Promise<B>): Promise<Array<B>> => {
-  const results: Array<B> = new Array(items.length)
+/** Runs `run` over `items`, `concurrency` at a time. */
+const runConcurrently = async <A>(items: ReadonlyArray<A>, concurrency: number, run: (item: A) => Promise<void>): Promise<void> => {
   let next = 0
   await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) {
-      const index = next++
-      results[index] = await run(items[index]!)
-    }
+    while (next < items.length) await run(items[next++]!)
   }))
-  return results
 }
 
-/** `runs` requests of the endpoint that hit no known bug, from `seed`, plus the counts of the skipped ones. */
-const generate = (endpoint: Endpoint, seed: number, runs: number) => {
-  const kept: Array<FuzzRequest> = []
-  const skipped = new Map<string, number>()
-  for (let batch = 0; kept.length < runs; batch++) {
-    if (batch > 20) throw new Error(`${endpoint.name}: too many generated requests hit known bugs`)
-    for (const request of fc.sample(endpoint.requests(), { seed: seed + batch * 7_919, numRuns: runs })) {
-      const bug = knownBugOf(endpoint, request)
-      if (bug !== undefined) skipped.set(bug, (skipped.get(bug) ?? 0) + 1)
-      else if (kept.length < runs) kept.push(request)
-    }
+/** What a run keeps of its outcomes: statuses per kind of body, the slowest answer, and the failures. */
+class Tally {
+  readonly statusesByKind = new Map<string, Map<string, number>>()
+  readonly failures: Array<Outcome> = []
+  readonly failedIds = new Set<string>()
+  sent = 0
+  slowest = 0
+
+  add(outcome: Outcome): void {
+    this.sent++
+    this.slowest = Math.max(this.slowest, outcome.ms)
+    const kind = outcome.request.kind.split(":")[0]!
+    const statuses = this.statusesByKind.get(kind) ?? new Map<string, number>()
+    const key = String(outcome.status ?? "err")
+    statuses.set(key, (statuses.get(key) ?? 0) + 1)
+    this.statusesByKind.set(kind, statuses)
+    if (outcome.problem === undefined) return
+    this.failedIds.add(outcome.requestId)
+    if (this.failures.length < 12) this.failures.push(outcome)
   }
-  return { kept, skipped }
 }
+
+/** Generated and sent this many at a time: a 10,000-request run must not hold 10,000 bodies of up to 1 MiB. */
+const CHUNK = 500
 
 /** After a run: both services (and their multi-tenant twins) alive, ready, and doing normal work. */
 const checkHealthy = async (): Promise<Array<string>> => {
@@ -538,7 +486,7 @@ const checkNothingPending = async (): Promise<Array<string>> => {
 }
 
 const describeFailure = (outcome: Outcome): string => {
-  const logs = serverLogs.filter((log) => log.requestId === outcome.requestId).map((log) => `    server ${log.service} ${log.level}: ${log.text}`)
+  const logs = serverLogs.of(outcome.requestId).map((log) => `    server ${log.service} ${log.level}: ${log.text}`)
   const { "content-type": type, ...headers } = outcome.request.headers
   const shownHeaders = Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, value.length > 80 ? `${value.slice(0, 80)}…(${value.length})` : value]))
   return [
@@ -552,53 +500,41 @@ const describeFailure = (outcome: Outcome): string => {
 
 const fuzz = async (endpoint: Endpoint, index: number, runs = RUNS) => {
   const seed = SEED + index * 1_000_003
-  const { kept, skipped } = generate(endpoint, seed, runs)
   const edges = endpoint.limitField === undefined
     ? []
     : bodiesAroundTheLimit(endpoint.limitField).map((body) =>
       requestOf("POST", endpointPathForLimit(endpoint), body, { authorization: `Bearer ${endpoint.name.includes("multi-tenant") ? tenantTokens.good : tokens.good}`, ...(endpoint.name.includes("multi-tenant") ? { "x-tenant": db.name } : {}) })
-    ).filter((request) => knownBugOf(endpoint, request) === undefined)
-  const requests = [...kept, ...edges]
-  const logsBefore = serverLogs.length
+    )
+  const errorsBefore = serverLogs.errors.length
+  const tally = new Tally()
   const started = performance.now()
-  const outcomes = await runConcurrently(requests, CONCURRENCY, (request) => send(endpoint, request))
+  await runConcurrently(edges, CONCURRENCY, async (request) => tally.add(await send(endpoint, request)))
+  for (let chunk = 0; chunk * CHUNK < runs; chunk++) {
+    const requests = fc.sample(endpoint.requests(), { seed: seed + chunk * 7_919, numRuns: Math.min(CHUNK, runs - chunk * CHUNK) })
+    await runConcurrently(requests, CONCURRENCY, async (request) => tally.add(await send(endpoint, request)))
+  }
   const seconds = (performance.now() - started) / 1000
 
-  // The summary: statuses per kind of body, and what was left out for known bugs.
-  const byKind = new Map<string, Map<string, number>>()
-  for (const outcome of outcomes) {
-    const kind = outcome.request.kind.split(":")[0]!
-    const statuses = byKind.get(kind) ?? new Map<string, number>()
-    const key = String(outcome.status ?? "err")
-    statuses.set(key, (statuses.get(key) ?? 0) + 1)
-    byKind.set(kind, statuses)
-  }
-  const slowest = Math.max(...outcomes.map((outcome) => outcome.ms))
   console.log([
-    `${endpoint.name}: ${outcomes.length} requests in ${seconds.toFixed(1)} s (seed ${seed}, slowest ${slowest.toFixed(0)} ms)`,
-    ...[...byKind].map(([kind, statuses]) => `  ${kind}: ${[...statuses].sort().map(([status, count]) => `${status}×${count}`).join(" ")}`),
-    ...[...skipped].map(([bug, count]) => `  skipped ${count} hitting known bug "${bug}"`)
+    `${endpoint.name}: ${tally.sent} requests in ${seconds.toFixed(1)} s (seed ${seed}, slowest ${tally.slowest.toFixed(0)} ms, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB)`,
+    ...[...tally.statusesByKind].map(([kind, statuses]) => `  ${kind}: ${[...statuses].sort().map(([status, count]) => `${status}×${count}`).join(" ")}`)
   ].join("\n"))
 
-  const failures = outcomes.filter((outcome) => outcome.problem !== undefined)
-  const attributed = new Set(outcomes.map((outcome) => outcome.requestId))
-  const newLogs = serverLogs.slice(logsBefore)
   // Server errors not tied to a failed answer: a reply crashing after its response, a detached fiber...
-  const strayErrors = newLogs
-    .filter((log) => log.level !== "Warn")
-    .filter((log) => !failures.some((failure) => failure.requestId === log.requestId))
-    .map((log) => `  server ${log.service} ${log.level} (request ${attributed.has(log.requestId) ? log.requestId : "none"}): ${log.text}`)
+  const strayErrors = serverLogs.errors.slice(errorsBefore)
+    .filter((log) => !tally.failedIds.has(log.requestId))
+    .map((log) => `  server ${log.service} ${log.level} (request ${log.requestId.startsWith("fuzz-") ? log.requestId : "none"}): ${log.text}`)
   const health = await checkHealthy()
   const pending = endpoint.service() === chat || endpoint.service() === tenantChat ? await checkNothingPending() : []
 
   const report = [
-    ...(failures.length > 0 ? [`${failures.length} bad answers (seed ${seed}); the first ones:`, ...failures.slice(0, 12).map(describeFailure)] : []),
+    ...(tally.failedIds.size > 0 ? [`${tally.failedIds.size} bad answers (seed ${seed}); the first ones:`, ...tally.failures.map(describeFailure)] : []),
     ...(strayErrors.length > 0 ? ["server errors:", ...strayErrors.slice(0, 12)] : []),
     ...(health.length > 0 ? ["unhealthy afterwards:", ...health] : []),
     ...pending
   ]
   expect(report.join("\n"), `${endpoint.name} (seed ${seed})`).toBe("")
-  expect(outcomes.length).toBeGreaterThanOrEqual(runs)
+  expect(tally.sent).toBe(runs + edges.length)
 }
 
 const endpointPathForLimit = (endpoint: Endpoint): string => {
@@ -778,14 +714,13 @@ describe("fuzz: every JSON endpoint answers < 500 with {error}, never hangs, sta
 })
 
 // ---------------------------------------------------------------------------------------------
-// Known bugs, each with the smallest request that shows it. `it.fails`: remove the marker (and
-// the KNOWN_BUGS entry) once fixed.
+// Bugs the fuzzer found, each pinned by the smallest request that showed it.
 
-let bugRequests = 0
+let regressionRequests = 0
 
-/** Sends one request of a known-bug test; its id ties the server's log lines to it (printed after the tests). */
+/** Sends one request of a regression test; its id ties the server's log lines to it (printed after the tests). */
 const raw = async (base: string, path: string, init: RequestInit) => {
-  const requestId = `bug-${++bugRequests}`
+  const requestId = `regression-${++regressionRequests}`
   const response = await fetch(`${base}${path}`, {
     ...init,
     headers: { ...(init.headers as Record<string, string>), "x-request-id": requestId },
@@ -793,7 +728,7 @@ const raw = async (base: string, path: string, init: RequestInit) => {
   })
   const text = await response.text()
   console.log(`${init.method ?? "GET"} ${path} → ${response.status} ${response.headers.get("content-type")} ${JSON.stringify(text.slice(0, 200))}${
-    serverLogs.filter((log) => log.requestId === requestId).map((log) => `\n  server ${log.service} ${log.level}: ${log.text}`).join("")
+    serverLogs.of(requestId).map((log) => `\n  server ${log.service} ${log.level}: ${log.text}`).join("")
   }`)
   return { status: response.status, contentType: response.headers.get("content-type"), text }
 }
@@ -814,7 +749,7 @@ const jsonPost = (base: string, path: string, body: string, token?: string, head
     body
   })
 
-describe("known bugs found by the fuzzer", () => {
+describe("bugs found by the fuzzer stay fixed", () => {
   it("POST /sql with a bind parameter nested 5,000 deep is a 400, not a 500 (JSON.stringify stack overflow)", async () => {
     expectClientError(await jsonPost(main.url, "/sql", `{"sql":"SELECT 1","params":[${"[".repeat(5_000)}${"]".repeat(5_000)}]}`, owner.token))
   })
