@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 
-const SCENARIOS = ["bench/sql.ts", "bench/events.ts", "bench/introspect.ts"]
+const SCENARIOS = ["bench/sql.ts", "bench/events.ts", "bench/chat.ts", "bench/introspect.ts", "bench/startup.ts"]
 
 const sections: Array<string> = [
   "# Benchmarks",

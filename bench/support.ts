@@ -14,10 +14,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords, withDatabase } from "../src/layers/Database.ts"
 import { startEmbeddedPostgres } from "../src/layers/EmbeddedPostgres.ts"
-import { mainService } from "../src/layers/Services.ts"
+import { chatService, mainService } from "../src/layers/Services.ts"
 import { PlinthConfig } from "../src/services/PlinthConfig.ts"
 
-const freePort = () =>
+export const freePort = () =>
   new Promise<number>((resolve) => {
     const server = net.createServer().listen(0, "127.0.0.1", () => {
       const address = server.address()
@@ -29,11 +29,18 @@ export interface BenchStack {
   readonly adminUrl: string
   readonly mainUrl: string
   readonly baseUrl: string
+  /** The chat service's base URL, when started with `{ chat: true }`. */
+  readonly chatUrl: string
   readonly admin: <A, E>(run: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => Promise<A>
   readonly close: () => Promise<void>
 }
 
-export const startBenchStack = async (extraEnv: Record<string, string> = {}): Promise<BenchStack> => {
+const addressOf = (context: Context.Context<HttpServer.HttpServer>) => {
+  const address = Context.get(context, HttpServer.HttpServer).address
+  return `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
+}
+
+export const startBenchStack = async (extraEnv: Record<string, string> = {}, options: { readonly chat?: boolean } = {}): Promise<BenchStack> => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "plinth-bench-"))
   await fs.chmod(dir, 0o711)
   const scope = Effect.runSync(Scope.make())
@@ -49,17 +56,24 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}): Pr
   await Effect.runPromise(setLoginPasswords(adminUrl, passwords))
   const mainUrl = loginUrl(server.port, "authenticator", passwords.authenticator, "bench")
   const env = { NODE_ENV: "test", JWT_SECRET: "bench-secret-0123456789abcdef0123456789", LOG_LEVEL: "Warn", ...extraEnv }
-  const layer = mainService({ host: "127.0.0.1", port: 0, name: "main" }, mainUrl).pipe(
-    Layer.provide(PlinthConfig.layer),
-    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))),
-    Layer.provide(Logger.layer([]))
-  )
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  const address = Context.get(context, HttpServer.HttpServer).address
+  const serve = <E>(service: Layer.Layer<HttpServer.HttpServer, E, PlinthConfig>) =>
+    Effect.runPromise(Layer.buildWithScope(
+      service.pipe(
+        Layer.provide(PlinthConfig.layer),
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))),
+        Layer.provide(Logger.layer([]))
+      ),
+      scope
+    )).then(addressOf)
+  const baseUrl = await serve(mainService({ host: "127.0.0.1", port: 0, name: "main" }, mainUrl))
+  const chatUrl = options.chat === true
+    ? await serve(chatService({ host: "127.0.0.1", port: 0, name: "chat" }, loginUrl(server.port, "chat_authenticator", passwords.chat_authenticator, "bench")))
+    : ""
   return {
     adminUrl,
     mainUrl,
-    baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`,
+    baseUrl,
+    chatUrl,
     admin: (run) => Effect.runPromise(withDatabase(adminUrl, Effect.gen(function*() {
       return yield* run(yield* SqlClient.SqlClient)
     }))),

@@ -28,8 +28,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 
 export type ScriptedBlock =
-  /** Streamed as a few (~3) `text_delta` chunks. */
-  | { readonly type: "text"; readonly text: string }
+  /** Streamed as about `pieces` `text_delta` chunks (3 unless told). */
+  | { readonly type: "text"; readonly text: string; readonly pieces?: number }
   /** Streamed as a few `input_json_delta` chunks of `JSON.stringify(input)`; `id` defaults to a fresh `toolu_…`. */
   | { readonly type: "tool_use"; readonly id?: string; readonly name: string; readonly input: unknown }
 
@@ -289,7 +289,7 @@ const resolveBlock = (block: ScriptedBlock): ResolvedBlock => {
       type: "text",
       full: { type: "text", text: block.text, citations: null },
       start: { type: "text", text: "", citations: null },
-      deltas: split(block.text).map((text) => ({ type: "text_delta", text })),
+      deltas: split(block.text, block.pieces).map((text) => ({ type: "text_delta", text })),
       size: block.text.length
     }
   }

@@ -1,0 +1,141 @@
+/**
+ * `chat`: conversation turns through POST /conversations/:id/chat against the local fake model
+ * (test/support/FakeAnthropic.ts), which answers at once, so what is left is the server's own work.
+ *
+ * - tool steps: a turn of 3 `select_data` calls and a closing text (4 model calls).
+ * - tokens: a turn whose one reply streams TOKENS text deltas, each relayed as an `event: token`.
+ *
+ * Beside each, the raw baseline of the same run: the same model calls straight through
+ * `@anthropic-ai/sdk` against the same fake (streams consumed), plus the same 3 statements straight
+ * through the driver as the user. Overhead per tool step = (turn − raw) / 3; per relayed token =
+ * (turn − raw) / TOKENS, so the turn's fixed costs are charged to its steps and tokens (an upper bound).
+ */
+import Anthropic from "@anthropic-ai/sdk"
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
+import { asRequest } from "../src/services/RequestContext.ts"
+import { type RecordedRequest, type ScriptedTurn, startFakeAnthropic } from "../test/support/FakeAnthropic.ts"
+import { signIn, startBenchStack, summarize } from "./support.ts"
+
+const TURNS = Number(process.env.BENCH_CHAT_TURNS ?? 30)
+const TOOL_STEPS = 3
+const TOKENS = 1_000
+const SELECT = "SELECT id, name FROM public.bench_notes ORDER BY id LIMIT 5"
+
+type Scenario = "tools" | "tokens"
+
+const toolResults = (request: RecordedRequest) =>
+  request.body.messages.flatMap((message) => Array.isArray(message.content) ? message.content : [])
+    .filter((block) => (block as { type?: string }).type === "tool_result").length
+
+/** What the fake answers: a title to a title request; otherwise the scenario's next step. */
+const answer = (scenario: () => Scenario) => (request: RecordedRequest): ScriptedTurn => {
+  if (request.body.tools === undefined) return { kind: "reply", blocks: [{ type: "text", text: "Bench" }] }
+  if (scenario() === "tokens") return { kind: "reply", blocks: [{ type: "text", text: "word".repeat(TOKENS), pieces: TOKENS }] }
+  return toolResults(request) < TOOL_STEPS
+    ? { kind: "reply", blocks: [{ type: "tool_use", name: "select_data", input: { sql: SELECT } }] }
+    : { kind: "reply", blocks: [{ type: "text", text: "Done." }] }
+}
+
+export const run = async () => {
+  const model = await startFakeAnthropic()
+  let scenario: Scenario = "tools"
+  model.respondWith(answer(() => scenario))
+  const stack = await startBenchStack({ ANTHROPIC_API_KEY: "sk-bench", ANTHROPIC_BASE_URL: model.url, ANTHROPIC_MODEL: "claude-bench" }, { chat: true })
+  try {
+    await stack.admin((sql) => sql`SELECT sys.create_table('bench_notes', ${JSON.stringify([{ name: "name", type: "text", required: true }])}::jsonb)`)
+    await stack.admin((sql) => sql`INSERT INTO public.bench_notes (name) SELECT 'note ' || n FROM generate_series(1, 20) AS n`)
+    const token = await signIn(stack, "owner@bench.test", "owner")
+    const userId = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).sub as string
+    const headers = { "content-type": "application/json", authorization: `Bearer ${token}` }
+
+    /** A conversation past its first message (whose title costs a model call of its own). */
+    const conversation = async () => {
+      const created = await fetch(`${stack.chatUrl}/conversations`, { method: "POST", headers, body: JSON.stringify({ title: "bench" }) })
+      const { id } = (await created.json()) as { id: string }
+      const previous = scenario
+      scenario = "tokens"
+      await turn(id)
+      scenario = previous
+      return id
+    }
+    const turn = async (id: string) => {
+      const started = performance.now()
+      const response = await fetch(`${stack.chatUrl}/conversations/${id}/chat`, { method: "POST", headers, body: JSON.stringify({ content: "Go" }) })
+      const text = await response.text()
+      const ms = performance.now() - started
+      if (response.status !== 200 || text.includes("event: error")) throw new Error(`chat turn: ${response.status} ${text.slice(0, 300)}`)
+      return ms
+    }
+
+    const client = new Anthropic({ apiKey: "sk-bench", baseURL: model.url })
+    const rawModelCall = async (messages: Array<Anthropic.MessageParam>) => {
+      const stream = await client.messages.create({ model: "claude-bench", max_tokens: 4096, messages, tools: [{ name: "select_data", input_schema: { type: "object" } }], stream: true })
+      const content: Array<Anthropic.ContentBlockParam> = []
+      for await (const event of stream) {
+        if (event.type === "content_block_start" && event.content_block.type === "tool_use") {
+          content.push({ type: "tool_use", id: event.content_block.id, name: event.content_block.name, input: {} })
+        }
+      }
+      return content
+    }
+    const rawTurn = (sql: SqlClient.SqlClient) => async () => {
+      const started = performance.now()
+      const messages: Array<Anthropic.MessageParam> = [{ role: "user", content: "Go" }]
+      for (;;) {
+        const uses = await rawModelCall(messages)
+        if (uses.length === 0) break
+        const rows = await Effect.runPromise(asRequest({ role: "owner", userId, readOnly: true }, sql.unsafe(SELECT)).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+        messages.push({ role: "assistant", content: uses })
+        messages.push({ role: "user", content: uses.map((use) => ({ type: "tool_result" as const, tool_use_id: (use as { id: string }).id, content: JSON.stringify(rows) })) })
+      }
+      return performance.now() - started
+    }
+
+    const measure = async (which: Scenario, raw: () => Promise<number>) => {
+      scenario = which
+      const ids: Array<string> = []
+      for (let i = 0; i < TURNS + 3; i++) ids.push(await conversation())
+      const plinth: Array<number> = []
+      const baseline: Array<number> = []
+      for (const [index, id] of ids.entries()) {
+        const ms = await turn(id)
+        const rawMs = await raw()
+        if (index >= 3) { // the first three warm both paths up
+          plinth.push(ms)
+          baseline.push(rawMs)
+        }
+      }
+      const divisor = which === "tools" ? TOOL_STEPS : TOKENS
+      return { plinth: summarize(plinth), raw: summarize(baseline), overhead: summarize(plinth.map((ms, i) => Math.max(0, ms - baseline[i]!) / divisor)) }
+    }
+
+    const results = await Effect.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const tools = yield* Effect.promise(() => measure("tools", rawTurn(sql)))
+      const tokens = yield* Effect.promise(() => measure("tokens", rawTurn(sql)))
+      return { tools, tokens }
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.mainUrl), types: makeJsonColumnTypes(), idleTimeout: Duration.seconds(30) }))))
+
+    const f = (ms: number, digits = 1) => ms.toFixed(digits)
+    return [
+      `### chat: ${TURNS} turns each, fake model answering at once (ms)`,
+      "",
+      "| turn | Plinth turn p50 / p99 | raw SDK + driver p50 / p99 | overhead p50 | overhead p99 | target | |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      `| ${TOOL_STEPS} tool calls + text (per tool step) | ${f(results.tools.plinth.p50)} / ${f(results.tools.plinth.p99)} | ${f(results.tools.raw.p50)} / ${f(results.tools.raw.p99)} | ` +
+        `${f(results.tools.overhead.p50, 2)} | **${f(results.tools.overhead.p99, 2)}** | ≤ 5 per step | ${results.tools.overhead.p99 <= 5 ? "met" : "not met"} |`,
+      `| ${TOKENS} relayed tokens (per token) | ${f(results.tokens.plinth.p50)} / ${f(results.tokens.plinth.p99)} | ${f(results.tokens.raw.p50)} / ${f(results.tokens.raw.p99)} | ` +
+        `${f(results.tokens.overhead.p50, 3)} | **${f(results.tokens.overhead.p99, 3)}** | ≤ 2 per token | ${results.tokens.overhead.p99 <= 2 ? "met" : "not met"} |`,
+      "",
+      "Overhead = (Plinth turn − raw) / steps or tokens, per turn. A tool step in Plinth also stores the call, its result and the next placeholder, and reloads the history; the raw path does none of that."
+    ].join("\n")
+  } finally {
+    await stack.close()
+    await model.close()
+  }
+}
+
+if (import.meta.main) console.log(await run())
