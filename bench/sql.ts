@@ -31,7 +31,7 @@ interface Measure {
   readonly p99: number
 }
 
-const setup = async (stack: BenchStack): Promise<ReadonlyArray<User>> => {
+export const setup = async (stack: BenchStack): Promise<ReadonlyArray<User>> => {
   await stack.admin((sql) => sql.unsafe(`
     CREATE TABLE public.bench_items (id bigint PRIMARY KEY, owner uuid NOT NULL, payload text NOT NULL, hits integer NOT NULL DEFAULT 0)`).unprepared)
   await stack.admin((sql) => sql.unsafe(`ALTER TABLE public.bench_items ENABLE ROW LEVEL SECURITY`).unprepared)
@@ -56,7 +56,7 @@ type Scenario = "read" | "write"
 const statement = (scenario: Scenario) =>
   scenario === "read" ? "SELECT id, payload, hits FROM bench_items WHERE id = $1" : "UPDATE bench_items SET hits = hits + 1 WHERE id = $1"
 
-const httpRound = async (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
+export const httpRound = async (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
   const requests = users.flatMap((user) =>
     user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
   const result = await runLoad({ url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests })

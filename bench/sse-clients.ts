@@ -1,14 +1,16 @@
 /**
- * The load side of the `events` bench, in a process of its own: opens N event streams, says
- * `ready` once every stream is connected, and for each page change reports when its last client
- * (and its median client) received it. Usage: node bench/sse-clients.ts <base-url> <jwt> <count>
+ * The load side of the `events` bench, in a process of its own: opens event streams in steps
+ * (each line `open <n>` on stdin opens n more and is answered `ready <total>` once all are
+ * connected), and for each page change reports when its last client (and its median client)
+ * received it. Usage: node bench/sse-clients.ts <base-url> <jwt>
  */
 import * as http from "node:http"
+import * as readline from "node:readline"
 
-const [base, token, countText] = process.argv.slice(2)
-const count = Number(countText)
+const [base, token] = process.argv.slice(2)
 const received = new Map<string, Array<number>>()
 let connected = 0
+let count = 0
 
 const now = () => performance.timeOrigin + performance.now()
 
@@ -17,7 +19,7 @@ const report = (slug: string, times: Array<number>) => {
   process.stdout.write(`${JSON.stringify({ slug, last: times.at(-1), median: times[Math.floor(times.length / 2)] })}\n`)
 }
 
-for (let i = 0; i < count; i++) {
+const open = (i: number) => {
   const request = http.get(`${base}/events`, { headers: { authorization: `Bearer ${token}` }, agent: false }, (response) => {
     let buffer = ""
     let isConnected = false
@@ -26,7 +28,7 @@ for (let i = 0; i < count; i++) {
       buffer += chunk
       if (!isConnected && buffer.includes(": connected")) {
         isConnected = true
-        if (++connected === count) process.stdout.write("ready\n")
+        if (++connected === count) process.stdout.write(`ready ${count}\n`)
       }
       for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
         const frame = buffer.slice(0, end)
@@ -46,3 +48,10 @@ for (let i = 0; i < count; i++) {
     process.exit(1)
   })
 }
+
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const more = Number(/^open (\d+)$/.exec(line)?.[1] ?? 0)
+  const first = count
+  count += more
+  for (let i = first; i < count; i++) open(i)
+})

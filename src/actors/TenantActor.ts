@@ -6,6 +6,9 @@
  *
  * When the LISTEN connection drops, the actor reconnects with backoff; once it listens again it
  * sends every subscriber `Resync`: events may have been missed, so clients refetch.
+ *
+ * Heartbeats go through the same queues from one timer for all subscribers: with ten thousand
+ * streams, a timer (and a merge) per stream was most of a stream's memory.
  */
 import { PgClient } from "@effect/sql-pg"
 import { type Cause, Context, Duration, Effect, Layer, Queue, Schema, type Scope, Stream } from "effect"
@@ -15,13 +18,30 @@ export const PAGE_CHANNEL = "page_change"
 export type PageEvent =
   | { readonly _tag: "PageChange"; readonly schema: string; readonly slug: string }
   | { readonly _tag: "Resync" }
+  /** Nothing happened: keeps idle connections (and the proxies on their way) open. */
+  | { readonly _tag: "Heartbeat" }
+
+const HEARTBEAT: PageEvent = { _tag: "Heartbeat" }
+
+/**
+ * Where one subscriber's events go. `offer` must not block: false means the subscriber cannot take
+ * more (it is too far behind), and it is then let go with `end`.
+ */
+export interface Subscriber {
+  readonly offer: (event: PageEvent) => boolean
+  readonly end: () => void
+}
 
 export interface TenantActorShape {
   readonly name: string
   /**
+   * Adds `subscriber` until the scope closes (or it is let go, or the tenant stops): everything
+   * published after this call reaches it. A user may hold at most `maxStreamsPerUser` at once.
+   */
+  readonly attach: (userId: string, subscriber: Subscriber) => Effect.Effect<void, TooManyStreams, Scope.Scope>
+  /**
    * Subscribes now (nothing published after this call is missed) and returns the events as a
    * stream that ends when the subscriber falls `bufferSize` events behind or the tenant stops.
-   * A user may hold at most `maxStreamsPerUser` subscriptions at once.
    */
   readonly subscribe: (userId: string) => Effect.Effect<Stream.Stream<PageEvent>, TooManyStreams, Scope.Scope>
   /** How many subscribers are connected (for limits and tests). */
@@ -33,6 +53,8 @@ export interface TenantActorOptions {
   /** Events a subscriber may fall behind before it is dropped. */
   readonly bufferSize?: number
   readonly maxStreamsPerUser?: number
+  /** How often every subscriber gets a `Heartbeat`; none when absent. */
+  readonly heartbeat?: Duration.Duration | undefined
 }
 
 export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Int }) {}
@@ -53,15 +75,15 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   const pg = yield* PgClient.PgClient
   const bufferSize = options.bufferSize ?? DEFAULT_BUFFER
   const maxStreamsPerUser = options.maxStreamsPerUser ?? DEFAULT_MAX_STREAMS_PER_USER
-  const subscribers = new Set<Queue.Queue<PageEvent, Cause.Done>>()
+  const subscribers = new Set<Subscriber>()
   const streamsByUser = new Map<string, number>()
 
   // Never blocks: a full queue means that subscriber is too slow, and it alone is let go.
   const publish = (event: PageEvent) => {
-    for (const queue of subscribers) {
-      if (!Queue.offerUnsafe(queue, event)) {
-        subscribers.delete(queue)
-        Queue.endUnsafe(queue)
+    for (const subscriber of subscribers) {
+      if (!subscriber.offer(event)) {
+        subscribers.delete(subscriber)
+        subscriber.end()
       }
     }
   }
@@ -91,32 +113,38 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
     )
   )
   yield* Effect.forkScoped(listen)
+  if (options.heartbeat !== undefined) {
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(options.heartbeat), Effect.sync(() => publish(HEARTBEAT)))))
+  }
   yield* Effect.addFinalizer(() =>
     Effect.sync(() => {
-      for (const queue of subscribers) Queue.endUnsafe(queue)
+      for (const subscriber of subscribers) subscriber.end()
       subscribers.clear()
     })
   )
 
-  const subscribe = Effect.fn("TenantActor.subscribe")(function*(userId: string) {
+  const attach = Effect.fn("TenantActor.attach")(function*(userId: string, subscriber: Subscriber) {
     const held = streamsByUser.get(userId) ?? 0
     if (held >= maxStreamsPerUser) return yield* new TooManyStreams({ limit: maxStreamsPerUser })
     streamsByUser.set(userId, held + 1)
-    const queue = yield* Queue.bounded<PageEvent, Cause.Done>(bufferSize)
-    subscribers.add(queue)
+    subscribers.add(subscriber)
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
-        subscribers.delete(queue)
-        Queue.endUnsafe(queue)
+        if (subscribers.delete(subscriber)) subscriber.end()
         const left = (streamsByUser.get(userId) ?? 1) - 1
         if (left <= 0) streamsByUser.delete(userId)
         else streamsByUser.set(userId, left)
       })
     )
+  })
+
+  const subscribe = Effect.fn("TenantActor.subscribe")(function*(userId: string) {
+    const queue = yield* Queue.bounded<PageEvent, Cause.Done>(bufferSize)
+    yield* attach(userId, { offer: (event) => Queue.offerUnsafe(queue, event), end: () => Queue.endUnsafe(queue) })
     return Stream.fromQueue(queue)
   })
 
-  return { name: options.name, subscribe, subscribers: () => subscribers.size } satisfies TenantActorShape
+  return { name: options.name, attach, subscribe, subscribers: () => subscribers.size } satisfies TenantActorShape
 })
 
 /** The tenant of this process (single-tenant mode), or of the current request (multi-tenant). */

@@ -4,12 +4,12 @@
  * The stream opens with `: connected`, sends `: heartbeat` every EVENTS_HEARTBEAT (30 s), and
  * `event: page_change` / `event: resync` as the tenant's actor publishes them.
  */
-import { Effect, Schedule, Stream } from "effect"
+import { Effect } from "effect"
+import { Readable } from "node:stream"
 import { Sse } from "effect/encoding"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { type PageEvent, TenantActor } from "../actors/TenantActor.ts"
+import { type PageEvent, type Subscriber, TenantActor } from "../actors/TenantActor.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
-import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { checkTenant } from "./Authentication.ts"
 import { TooManyRequests, Unauthorized } from "./Errors.ts"
 
@@ -22,6 +22,7 @@ const encodeText = (text: string) => encoder.encode(text)
  */
 const frames = new WeakMap<PageEvent, Uint8Array>()
 const frame = (event: PageEvent): Uint8Array => {
+  if (event._tag === "Heartbeat") return HEARTBEAT
   const known = frames.get(event)
   if (known !== undefined) return known
   const bytes = encoder.encode(
@@ -34,7 +35,31 @@ const frame = (event: PageEvent): Uint8Array => {
 }
 
 const CONNECTED = encodeText(": connected\n\n")
+/** What a stream may hold unsent before it is let go: about 256 page changes. */
+const MAX_BUFFERED_BYTES = 32 * 1024
 const HEARTBEAT = encodeText(": heartbeat\n\n")
+
+/**
+ * A stream's body, which the tenant's actor writes each event's bytes into: no fiber or queue per
+ * stream (with ten thousand streams they were most of the memory and of a change's latency).
+ * Node pipes the body to the socket and pauses it while the client is slow; a body holding
+ * MAX_BUFFERED_BYTES unsent is let go (it ends; the client reconnects and refetches).
+ */
+export const eventStreamBody = (): { readonly body: Readable; readonly subscriber: Subscriber } => {
+  const body = new Readable({ read() {} })
+  body.push(CONNECTED)
+  return {
+    body,
+    subscriber: {
+      offer: (event) => {
+        if (body.readableLength > MAX_BUFFERED_BYTES) return false
+        body.push(frame(event))
+        return true
+      },
+      end: () => body.push(null)
+    }
+  }
+}
 
 const bearerToken = (request: HttpServerRequest.HttpServerRequest): string => {
   const header = request.headers["authorization"]
@@ -47,23 +72,16 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const request = yield* HttpServerRequest.HttpServerRequest
   const tokens = yield* AccessTokens
   const tenant = yield* TenantActor
-  const config = yield* PlinthConfig
   const principal = yield* tokens.verify(bearerToken(request)).pipe(
     Effect.mapError((error) => new Unauthorized({ error: error.reason }))
   )
   yield* checkTenant(principal)
-  // Subscribe before answering: a client that has seen `: connected` misses nothing after it.
-  const events = yield* tenant.subscribe(principal.userId).pipe(
+  const { body, subscriber } = eventStreamBody()
+  // Attach before answering: a client that has seen `: connected` misses nothing after it.
+  yield* tenant.attach(principal.userId, subscriber).pipe(
     Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
   )
-  const body = Stream.succeed(CONNECTED).pipe(
-    Stream.concat(Stream.merge(
-      Stream.map(events, frame),
-      Stream.fromSchedule(Schedule.spaced(config.eventsHeartbeat)).pipe(Stream.as(HEARTBEAT)),
-      { haltStrategy: "left" }
-    ))
-  )
-  return HttpServerResponse.stream(body, {
+  return HttpServerResponse.raw(body, {
     contentType: "text/event-stream",
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
   })

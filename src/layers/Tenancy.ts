@@ -28,7 +28,7 @@ export const tenantServices = (name: string, databaseUrl: string, onStart: Tenan
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return Layer.mergeAll(
-      TenantActor.layer({ name, maxStreamsPerUser: config.eventsMaxStreamsPerUser }),
+      TenantActor.layer({ name, maxStreamsPerUser: config.eventsMaxStreamsPerUser, heartbeat: config.eventsHeartbeat }),
       AppRegistry.layer,
       Introspection.layer,
       Layer.effectDiscard(onStart)

@@ -8,7 +8,8 @@ import { Chunk, Effect, Fiber, Redacted, Stream } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeTenantActor } from "../../src/actors/TenantActor.ts"
+import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts"
+import { eventStreamBody } from "../../src/http/EventsRoutes.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
 
@@ -195,6 +196,22 @@ describe("TenantActor", () => {
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
     expect(result.fast).toBe(5)
     expect(result.slow).toBe(2)
+  })
+
+  it("a stream body nobody reads is let go once 32 KiB wait unsent; what it holds still ends the body in order", async () => {
+    const { body, subscriber } = eventStreamBody()
+    const change: PageEvent = { _tag: "PageChange", schema: "public", slug: "p".repeat(100) }
+    let taken = 0
+    while (taken < 10_000 && subscriber.offer(change)) taken++
+    expect(taken).toBeGreaterThan(200)
+    expect(taken).toBeLessThan(400)
+    expect(subscriber.offer({ _tag: "Heartbeat" })).toBe(false)
+    subscriber.end()
+    const chunks: Array<Buffer> = []
+    for await (const chunk of body) chunks.push(chunk as Buffer)
+    const frames = Buffer.concat(chunks).toString("utf8").split("\n\n").filter((frame) => frame !== "")
+    expect(frames[0]).toBe(": connected")
+    expect(frames.slice(1)).toEqual(Array.from({ length: taken }, () => `event: page_change\ndata: {"schema":"public","slug":"${"p".repeat(100)}"}`))
   })
 })
 
