@@ -13,6 +13,7 @@ import { CatalogWatch } from "../services/CatalogWatch.ts"
 import { Introspection } from "../services/Introspection.ts"
 import { makeJsonColumnTypes } from "../services/JsonColumnTypes.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { StatementConnections } from "../services/StatementConnections.ts"
 import { deriveTenantTemplate, tenantUrl } from "../services/TenantName.ts"
 
 const POOL_SIZE = 20
@@ -32,7 +33,12 @@ export const tenantServices = (name: string, databaseUrl: string, onStart: Tenan
       AppRegistry.layer,
       Introspection.layer,
       Layer.effectDiscard(onStart)
-    ).pipe(Layer.provide(CatalogWatch.layer), Layer.provideMerge(pool(databaseUrl)))
+    ).pipe(
+      Layer.provide(CatalogWatch.layer),
+      Layer.provideMerge(pool(databaseUrl)),
+      // Opened lazily: a service that runs no caller statements (chat) never connects it.
+      Layer.provideMerge(StatementConnections.layer(databaseUrl, POOL_SIZE))
+    )
   }))
 
 /**

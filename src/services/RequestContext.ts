@@ -44,7 +44,7 @@ export const searchPathFor = (app: AppRef | undefined): string =>
  * The driver reports a failed ROLLBACK on a connection that died mid-transaction as a defect;
  * for the caller it is what it is, a database failure.
  */
-const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+export const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
   Effect.catchCause(effect, (cause): Effect.Effect<never, E | SqlError.SqlError> => {
     for (const reason of cause.reasons) {
       if (reason._tag === "Die" && SqlError.isSqlError(reason.defect)) return Effect.fail(reason.defect)
@@ -60,7 +60,7 @@ const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effec
  */
 const CLIENT_DEADLINE_MARGIN = Duration.millis(500)
 
-const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+export const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
   Effect.gen(function*() {
     const fiber = yield* Effect.forkDetach(effect)
     // Interrupting without waiting: against a frozen server the rollback itself would hang.
@@ -83,24 +83,37 @@ const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effec
 
 /** Runs `effect` in a transaction as `context`; any failure rolls everything back. */
 export const asRequest = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
-  withDeadline(
-    Duration.sum(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT, CLIENT_DEADLINE_MARGIN),
-    asTransaction(context, effect)
-  )
+  withDeadline(deadlineOf(context), asTransaction(context, effect))
+
+/**
+ * The statement that makes a transaction the caller's (see the top of this file); its parameters
+ * come from `settingsOf`.
+ */
+export const SETTINGS_STATEMENT = `SELECT
+  set_config('role', $1, true),
+  set_config('app.user_id', $2, true),
+  set_config('app.app_id', $3, true),
+  set_config('search_path', $4, true),
+  set_config('statement_timeout', $5, true),
+  set_config('transaction_read_only', $6, true)`
+
+export const settingsOf = (context: RequestContext): ReadonlyArray<string> => [
+  context.role,
+  context.userId,
+  context.app?.id ?? "",
+  searchPathFor(context.app),
+  `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`,
+  context.readOnly === true ? "on" : "off"
+]
+
+/** How long a caller waits for a transaction as `context`: its statement timeout, plus the margin. */
+export const deadlineOf = (context: RequestContext): Duration.Duration =>
+  Duration.sum(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT, CLIENT_DEADLINE_MARGIN)
 
 const asTransaction = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
   connectionLossAsFailure(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const timeout = `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`
-    return yield* sql.withTransaction(
-      sql`SELECT
-        set_config('role', ${context.role}, true),
-        set_config('app.user_id', ${context.userId}, true),
-        set_config('app.app_id', ${context.app?.id ?? ""}, true),
-        set_config('search_path', ${searchPathFor(context.app)}, true),
-        set_config('statement_timeout', ${timeout}, true),
-        set_config('transaction_read_only', ${context.readOnly === true ? "on" : "off"}, true)`.pipe(Effect.andThen(effect))
-    )
+    return yield* sql.withTransaction(sql.unsafe(SETTINGS_STATEMENT, settingsOf(context)).pipe(Effect.andThen(effect)))
   }))
 
 /** `asRequest` for calls that need only a role and a user (the identity functions). */

@@ -1,12 +1,12 @@
 /**
- * Runs one guarded statement for a caller: in the request transaction (RequestContext), with the
- * request's JSON values as bind parameters, and with the result written straight to JSON text
- * as the rows stream in, so that a result over the size limit fails early instead of filling
- * memory.
+ * Runs one guarded statement for a caller: in the request transaction (RequestContext), pipelined
+ * (StatementConnections), with the request's JSON values as bind parameters, and with the result
+ * written straight to JSON text as the rows stream in, so that a result over the size limit fails
+ * early instead of filling memory.
  */
 import { Effect, Schema, Stream } from "effect"
-import { SqlClient } from "effect/sql"
-import { asRequest, type RequestContext } from "./RequestContext.ts"
+import type { RequestContext } from "./RequestContext.ts"
+import { executePipelined, withPipelinedTransaction } from "./StatementConnections.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
 
@@ -69,19 +69,16 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
   statement: GuardedStatement,
   maxResponseBytes: number
 ) {
-  const sql = yield* SqlClient.SqlClient
-  const query = sql.unsafe<Record<string, unknown>>(text, params.map(toParameter))
+  const values = params.map(toParameter)
   if (!statement.returnsRows) {
     // No rows to send, only the count from the command tag.
-    const result = yield* asRequest(context, query.raw)
-    return { rowsJson: "[]", rowCount: (result as { readonly rowCount: number }).rowCount } satisfies StatementResult
+    return { rowsJson: "[]", rowCount: yield* executePipelined(context, text, values) } satisfies StatementResult
   }
-  return yield* unsupportedResults(asRequest(
-    context,
+  return yield* unsupportedResults(withPipelinedTransaction(context, (connection) =>
     Effect.suspend(() => {
       const parts: Array<string> = []
       let bytes = 2
-      return query.stream.pipe(
+      return connection.stream(text, values).pipe(
         Stream.runForEach((row) => {
           const json = JSON.stringify(row)
           bytes += Buffer.byteLength(json) + 1
@@ -91,6 +88,5 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
         }),
         Effect.map((): StatementResult => ({ rowsJson: `[${parts.join(",")}]`, rowCount: parts.length }))
       )
-    })
-  ))
+    })))
 })

@@ -1,0 +1,67 @@
+/**
+ * POST /sql sends a request's transaction pipelined (src/services/StatementConnections.ts): a
+ * statement without rows goes with BEGIN, the settings and COMMIT in one write. That is safe only
+ * if the statement never runs before the settings (it would run as the login role, with nobody's
+ * user id) and nothing of one request reaches another's transaction. Hammered here with many
+ * users at once, writes and reads mixed, failures among them.
+ */
+import fc from "fast-check"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type AuthStack, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
+import { query } from "../support/database.ts"
+import { ddl, sqlRequest } from "./fixtures.ts"
+
+let stack: AuthStack
+const users: Array<SignIn> = []
+
+beforeAll(async () => {
+  stack = await startAuthStack()
+  await ddl(stack, `
+    CREATE TABLE public.pipeline_log (id bigserial PRIMARY KEY, role_seen text NOT NULL, user_seen text NOT NULL, claimed text NOT NULL, timeout_seen text NOT NULL);
+    GRANT SELECT, INSERT ON public.pipeline_log TO member, staff;
+    GRANT USAGE ON SEQUENCE public.pipeline_log_id_seq TO member, staff;
+  `)
+  for (const [index, role] of ["member", "staff", "member", "staff", "member", "staff"].entries()) {
+    users.push(await signedIn(stack, `pipeline${index}@plinth.test`, role))
+  }
+}, 60_000)
+afterAll(async () => {
+  await stack?.close()
+})
+
+const RECORD = `INSERT INTO pipeline_log (role_seen, user_seen, claimed, timeout_seen)
+  SELECT current_user, current_setting('app.user_id', true), $1, current_setting('statement_timeout')`
+
+describe("pipelined transactions", () => {
+  it("every statement runs as its own caller, after its settings, with many callers at once", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ user: fc.nat(users.length - 1), kind: fc.constantFrom("write", "read", "failure") }), { minLength: 20, maxLength: 60 }),
+        async (calls) => {
+          const answers = await Promise.all(calls.map(async ({ user, kind }) => {
+            const caller = users[user]!
+            if (kind === "write") return { kind, caller, response: await sqlRequest(stack.main.url, caller.token, RECORD, [caller.user.id]) }
+            if (kind === "read") {
+              return { kind, caller, response: await sqlRequest(stack.main.url, caller.token, "SELECT current_user AS role_seen, current_setting('app.user_id', true) AS user_seen") }
+            }
+            return { kind, caller, response: await sqlRequest(stack.main.url, caller.token, "INSERT INTO pipeline_log (role_seen) VALUES (NULL)") }
+          }))
+          for (const { kind, caller, response } of answers) {
+            if (kind === "write") expect(response.status).toBe(200)
+            if (kind === "read") expect(response.body).toEqual({ rows: [{ role_seen: caller.user.role, user_seen: caller.user.id }], rowCount: 1 })
+            if (kind === "failure") expect(response.status).toBe(409)
+          }
+        }
+      ),
+      { numRuns: 15 }
+    )
+    const rows = await query(stack.db.adminUrl, (sql) => sql<{ role_seen: string; user_seen: string; claimed: string; timeout_seen: string }>`SELECT role_seen, user_seen, claimed, timeout_seen FROM pipeline_log`)
+    expect(rows.length).toBeGreaterThan(0)
+    const byId = new Map(users.map((user) => [user.user.id, user.user.role]))
+    for (const row of rows) {
+      expect(row.user_seen).toBe(row.claimed)
+      expect(row.role_seen).toBe(byId.get(row.claimed))
+      expect(row.timeout_seen).not.toBe("0")
+    }
+  }, 120_000)
+})
