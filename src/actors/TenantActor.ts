@@ -1,17 +1,18 @@
 /**
  * One tenant's live side: a dedicated LISTEN connection on `page_change`, fanned out to every
  * subscriber (the SSE streams of GET /events). One fiber owns the connection and the subscriber
- * set; each subscriber has a bounded queue of its own, so a client that stops reading is dropped
- * (its stream ends and it reconnects) instead of slowing anyone else down.
+ * set; publishing hands each subscriber the event without waiting, and a subscriber that cannot
+ * take it (its client stopped reading) is dropped (its stream ends and it reconnects) instead of
+ * slowing anyone else down.
  *
  * When the LISTEN connection drops, the actor reconnects with backoff; once it listens again it
  * sends every subscriber `Resync`: events may have been missed, so clients refetch.
  *
- * Heartbeats go through the same queues from one timer for all subscribers: with ten thousand
- * streams, a timer (and a merge) per stream was most of a stream's memory.
+ * Heartbeats go the same way, from one timer for all subscribers: with ten thousand streams, a
+ * timer (and a merge) per stream was most of a stream's memory.
  */
 import { PgClient } from "@effect/sql-pg"
-import { type Cause, Context, Duration, Effect, Layer, Queue, Schema, type Scope, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Queue, Schema, type Scope } from "effect"
 
 export const PAGE_CHANNEL = "page_change"
 
@@ -39,19 +40,12 @@ export interface TenantActorShape {
    * published after this call reaches it. A user may hold at most `maxStreamsPerUser` at once.
    */
   readonly attach: (userId: string, subscriber: Subscriber) => Effect.Effect<void, TooManyStreams, Scope.Scope>
-  /**
-   * Subscribes now (nothing published after this call is missed) and returns the events as a
-   * stream that ends when the subscriber falls `bufferSize` events behind or the tenant stops.
-   */
-  readonly subscribe: (userId: string) => Effect.Effect<Stream.Stream<PageEvent>, TooManyStreams, Scope.Scope>
   /** How many subscribers are connected (for limits and tests). */
   readonly subscribers: () => number
 }
 
 export interface TenantActorOptions {
   readonly name: string
-  /** Events a subscriber may fall behind before it is dropped. */
-  readonly bufferSize?: number
   readonly maxStreamsPerUser?: number
   /** How often every subscriber gets a `Heartbeat`; none when absent. */
   readonly heartbeat?: Duration.Duration | undefined
@@ -59,7 +53,6 @@ export interface TenantActorOptions {
 
 export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Int }) {}
 
-const DEFAULT_BUFFER = 256
 const RETRY_FIRST = Duration.millis(100)
 const RETRY_MAX = Duration.seconds(5)
 const DEFAULT_MAX_STREAMS_PER_USER = 10
@@ -73,12 +66,11 @@ export const parsePageChange = (payload: string): PageEvent | undefined => {
 
 export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: TenantActorOptions) {
   const pg = yield* PgClient.PgClient
-  const bufferSize = options.bufferSize ?? DEFAULT_BUFFER
   const maxStreamsPerUser = options.maxStreamsPerUser ?? DEFAULT_MAX_STREAMS_PER_USER
   const subscribers = new Set<Subscriber>()
   const streamsByUser = new Map<string, number>()
 
-  // Never blocks: a full queue means that subscriber is too slow, and it alone is let go.
+  // Never blocks: a subscriber that cannot take the event is too slow, and it alone is let go.
   const publish = (event: PageEvent) => {
     for (const subscriber of subscribers) {
       if (!subscriber.offer(event)) {
@@ -138,13 +130,7 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
     )
   })
 
-  const subscribe = Effect.fn("TenantActor.subscribe")(function*(userId: string) {
-    const queue = yield* Queue.bounded<PageEvent, Cause.Done>(bufferSize)
-    yield* attach(userId, { offer: (event) => Queue.offerUnsafe(queue, event), end: () => Queue.endUnsafe(queue) })
-    return Stream.fromQueue(queue)
-  })
-
-  return { name: options.name, attach, subscribe, subscribers: () => subscribers.size } satisfies TenantActorShape
+  return { name: options.name, attach, subscribers: () => subscribers.size } satisfies TenantActorShape
 })
 
 /** The tenant of this process (single-tenant mode), or of the current request (multi-tenant). */

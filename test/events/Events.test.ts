@@ -4,7 +4,7 @@
  * and a killed LISTEN connection is survived with a `resync`.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Effect, Fiber, Redacted, Stream } from "effect"
+import { Effect, Redacted } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -180,22 +180,31 @@ describe("a crowd", () => {
 
 describe("TenantActor", () => {
   it("drops a subscriber that falls behind without holding up the others", async () => {
-    const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const actor = yield* makeTenantActor({ name: "test", bufferSize: 2 })
+    /** A subscriber that takes `room` events, then no more. */
+    const subscriber = (room: number) => {
+      const events: Array<PageEvent> = []
+      let ended = false
+      return { events, ended: () => ended, offer: (event: PageEvent) => events.length < room && events.push(event) > 0, end: () => (ended = true) }
+    }
+    const slow = subscriber(2)
+    const fast = subscriber(100)
+    const subscribers = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const actor = yield* makeTenantActor({ name: "test" })
       const pg = yield* PgClient.PgClient
-      const slow = yield* actor.subscribe("slow-user")
-      const fast = yield* actor.subscribe("fast-user")
-      const fastFiber = yield* Effect.forkChild(Stream.runCollect(Stream.take(fast, 5)))
+      yield* actor.attach("slow-user", slow)
+      yield* actor.attach("fast-user", fast)
       // Give the actor's LISTEN a moment to be in place.
       yield* Effect.sleep("300 millis")
       for (let i = 0; i < 5; i++) yield* pg.notify("page_change", `public:p${i}`)
-      const fastEvents = yield* Fiber.join(fastFiber)
-      // The slow one never read: it got its 2 buffered events and then its stream ended.
-      const slowEvents = yield* Stream.runCollect(slow)
-      return { fast: Chunk.size(Chunk.fromIterable(fastEvents)), slow: Chunk.size(Chunk.fromIterable(slowEvents)), subscribers: actor.subscribers() }
+      yield* Effect.sleep("300 millis")
+      return actor.subscribers()
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
-    expect(result.fast).toBe(5)
-    expect(result.slow).toBe(2)
+    expect(fast.events.map((event) => event._tag === "PageChange" && event.slug)).toEqual(["p0", "p1", "p2", "p3", "p4"])
+    expect(fast.ended()).toBe(true) // when the actor stopped
+    // The slow one took its 2 events, refused the third, and was let go at once.
+    expect(slow.events).toHaveLength(2)
+    expect(slow.ended()).toBe(true)
+    expect(subscribers).toBe(1)
   })
 
   it("a stream body nobody reads is let go once 32 KiB wait unsent; what it holds still ends the body in order", async () => {

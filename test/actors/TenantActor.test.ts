@@ -1,0 +1,134 @@
+/**
+ * TenantActor under concurrent attach, publish and detach (fast-check), against a real LISTEN
+ * connection: the per-user stream limit holds however many attach at once; every subscriber with
+ * room gets every later event in order; one without room is let go at once, ended exactly once,
+ * and gets nothing more; detaching frees the slot and ends the subscriber once; nothing is left
+ * attached at the end.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import fc from "fast-check"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeTenantActor, type PageEvent, type Subscriber, type TenantActorShape } from "../../src/actors/TenantActor.ts"
+import { createTestDatabase, type TestDatabase } from "../support/database.ts"
+
+const MAX_PER_USER = 3
+
+interface Probe extends Subscriber {
+  readonly slugs: Array<string>
+  readonly room: number
+  ends: number
+}
+
+/** A subscriber that takes `room` page changes, then refuses. */
+const probe = (room: number): Probe => {
+  const slugs: Array<string> = []
+  const self: Probe = {
+    slugs,
+    room,
+    ends: 0,
+    offer: (event: PageEvent) => {
+      if (slugs.length >= room) return false
+      if (event._tag === "PageChange") slugs.push(event.slug)
+      return true
+    },
+    end: () => {
+      self.ends++
+    }
+  }
+  return self
+}
+
+let db: TestDatabase
+/** One actor for all runs (each run leaves nothing attached but the sentinel). */
+const scope = Effect.runSync(Scope.make())
+let actor: TenantActorShape
+let pg: PgClient.PgClient
+/** Attached first, so published to first: once it has a change, every subscriber has been offered it. */
+const sentinel = probe(Number.MAX_SAFE_INTEGER)
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  const context = await Effect.runPromise(Layer.buildWithScope(PgClient.layer({ url: Redacted.make(db.mainUrl) }), scope))
+  pg = Context.get(context, PgClient.PgClient)
+  actor = await Effect.runPromise(Scope.provide(scope)(makeTenantActor({ name: "property", maxStreamsPerUser: MAX_PER_USER })).pipe(Effect.provide(context)))
+  await Effect.runPromise(Scope.provide(scope)(actor.attach("sentinel", sentinel)))
+  // The actor's LISTEN is in place once a change reaches the sentinel.
+  for (let i = 0; i < 100 && sentinel.slugs.length === 0; i++) {
+    await Effect.runPromise(pg.notify("page_change", "public:warm-up"))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+})
+afterAll(async () => {
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  await db?.drop()
+})
+
+const waitUntil = (done: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 200 && !done(); i++) yield* Effect.sleep("10 millis")
+  })
+
+describe("TenantActor (property)", () => {
+  it("limits, delivery in order, letting go and detaching hold under concurrent calls", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ user: fc.constantFrom("a", "b", "c"), room: fc.integer({ min: 0, max: 6 }), detachEarly: fc.boolean() }), { minLength: 1, maxLength: 16 }),
+        fc.integer({ min: 1, max: 4 }),
+        (attaches, changes) =>
+          Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+            const attached = yield* Effect.forEach(attaches, (attach) =>
+              Effect.gen(function*() {
+                // A child of the run's scope: a failed run leaves nothing attached for the next.
+                const scope = yield* Scope.fork(yield* Effect.scope, "sequential")
+                const subscriber = probe(attach.room)
+                const exit = yield* Effect.exit(Scope.provide(scope)(actor.attach(attach.user, subscriber)))
+                return { ...attach, scope, subscriber, admitted: Exit.isSuccess(exit) }
+              }), { concurrency: "unbounded" })
+
+            // The limit: exactly min(asked, MAX_PER_USER) admitted per user.
+            for (const user of ["a", "b", "c"]) {
+              const asked = attaches.filter((attach) => attach.user === user).length
+              expect(attached.filter((entry) => entry.user === user && entry.admitted)).toHaveLength(Math.min(asked, MAX_PER_USER))
+            }
+
+            // Some leave before anything is published; they get nothing and are ended once.
+            yield* Effect.forEach(attached.filter((entry) => entry.detachEarly), (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded" })
+
+            const before = sentinel.slugs.length
+            const slugs = Array.from({ length: changes }, (_, index) => `p${index}`)
+            for (const slug of slugs) yield* pg.notify("page_change", `public:${slug}`)
+            const listening = attached.filter((entry) => entry.admitted && !entry.detachEarly)
+            yield* waitUntil(() => sentinel.slugs.length === before + changes)
+
+            for (const entry of attached) {
+              const { subscriber } = entry
+              if (!entry.admitted) {
+                expect(subscriber.slugs).toEqual([])
+                expect(subscriber.ends).toBe(0)
+              } else if (entry.detachEarly) {
+                expect(subscriber.slugs).toEqual([])
+                expect(subscriber.ends).toBe(1)
+              } else {
+                expect(subscriber.slugs).toEqual(slugs.slice(0, subscriber.room))
+                // Let go at the first event it could not take, and only then.
+                expect(subscriber.ends).toBe(subscriber.room < changes ? 1 : 0)
+              }
+            }
+            const stillAttached = listening.filter((entry) => entry.subscriber.room >= changes)
+            expect(actor.subscribers()).toBe(stillAttached.length + 1)
+
+            // Everyone leaves at once: each subscriber ended exactly once, no slot held.
+            yield* Effect.forEach(attached, (entry) => Scope.close(entry.scope, Exit.void), { concurrency: "unbounded" })
+            expect(actor.subscribers()).toBe(1)
+            for (const entry of attached) expect(entry.subscriber.ends).toBe(entry.admitted ? 1 : 0)
+            for (const user of ["a", "b", "c"]) {
+              const again = yield* Effect.forEach(Array.from({ length: MAX_PER_USER }), () => Effect.exit(actor.attach(user, probe(0))))
+              expect(again.every(Exit.isSuccess)).toBe(true)
+            }
+          })))
+      ),
+      { numRuns: 40 }
+    )
+  }, 120_000)
+})
