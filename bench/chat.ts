@@ -5,17 +5,18 @@
  * - tool steps: a turn of 3 `select_data` calls and a closing text (4 model calls).
  * - tokens: a turn whose one reply streams TOKENS text deltas, each relayed as an `event: token`.
  *
- * Beside each, the raw baseline of the same run: the same model calls straight through
- * `@anthropic-ai/sdk` against the same fake (streams consumed), plus the same 3 statements straight
- * through the driver as the user. Overhead per tool step = (turn − raw) / 3; per relayed token =
+ * Beside each, the raw baseline of the same run: the same model calls (Plinth's system prompt and
+ * tools) straight through `@anthropic-ai/sdk` against the same fake (streams consumed), plus the
+ * same 3 statements straight through the driver as the user. Overhead per tool step = (turn − raw) / 3; per relayed token =
  * (turn − raw) / TOKENS, so the turn's fixed costs are charged to its steps and tokens (an upper bound).
  */
 import Anthropic from "@anthropic-ai/sdk"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { TOOLS } from "../src/services/ChatTools.ts"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
-import { asRequest } from "../src/services/RequestContext.ts"
+import { SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
 import { type RecordedRequest, type ScriptedTurn, startFakeAnthropic } from "../test/support/FakeAnthropic.ts"
 import { signIn, startBenchStack, summarize } from "./support.ts"
 
@@ -71,8 +72,11 @@ export const run = async () => {
     }
 
     const client = new Anthropic({ apiKey: "sk-bench", baseURL: model.url })
+    // The same requests as Plinth's: its system prompt (as the fake recorded it) and every tool.
+    const system = () => String(model.requests.findLast((request) => request.body.tools !== undefined)?.body.system ?? "")
+    const tools = TOOLS.map((definition) => definition.tool)
     const rawModelCall = async (messages: Array<Anthropic.MessageParam>) => {
-      const stream = await client.messages.create({ model: "claude-bench", max_tokens: 4096, messages, tools: [{ name: "select_data", input_schema: { type: "object" } }], stream: true })
+      const stream = await client.messages.create({ model: "claude-bench", max_tokens: 4096, system: system(), messages, tools: [...tools], stream: true })
       const content: Array<Anthropic.ContentBlockParam> = []
       for await (const event of stream) {
         if (event.type === "content_block_start" && event.content_block.type === "tool_use") {
@@ -87,7 +91,7 @@ export const run = async () => {
       for (;;) {
         const uses = await rawModelCall(messages)
         if (uses.length === 0) break
-        const rows = await Effect.runPromise(asRequest({ role: "owner", userId, readOnly: true }, sql.unsafe(SELECT)).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+        const rows = await Effect.runPromise(sql.withTransaction(Effect.andThen(sql.unsafe(SETTINGS_STATEMENT, settingsOf({ role: "owner", userId, readOnly: true })), sql.unsafe(SELECT))))
         messages.push({ role: "assistant", content: uses })
         messages.push({ role: "user", content: uses.map((use) => ({ type: "tool_result" as const, tool_use_id: (use as { id: string }).id, content: JSON.stringify(rows) })) })
       }

@@ -6,12 +6,13 @@
  * SELECT) passes the SQL guard first.
  */
 import { Effect, Schema, Stream } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import type { SqlError } from "effect/sql"
 import { databaseErrorFields } from "./DatabaseError.ts"
 import type { Tool } from "./Model.ts"
-import { asRequest, type RequestContext } from "./RequestContext.ts"
+import type { RequestContext } from "./RequestContext.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
+import { executePipelined, withPipelinedTransaction } from "./StatementConnections.ts"
 
 /** How a tool call completes: by running, at once with a fixed result, or running unseen (select_data). */
 export type ToolMode = "execute" | "complete" | "query"
@@ -110,19 +111,17 @@ const failedSql = (error: SqlError.SqlError) => {
 
 /** `SELECT <call> AS result` as the caller, returning the function's answer. */
 const callSys = (context: RequestContext, call: string, params: ReadonlyArray<unknown>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* asRequest(context, sql.unsafe<{ result: unknown }>(`SELECT ${call} AS result`, params))
-    return rows[0]?.result ?? null
-  }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
+  executePipelined(context, `SELECT ${call} AS result`, params).pipe(
+    Effect.map((result) => result.rows[0]?.["result"] ?? null),
+    Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error)))
+  )
 
 /** A statement the model helped write: guarded like any client's, then run as the caller. */
 const guarded = (guard: SqlGuard["Service"], context: RequestContext, statement: string, params: ReadonlyArray<unknown>) =>
   Effect.gen(function*() {
     yield* guard.check(statement).pipe(Effect.mapError((refused) => new ToolFailed({ message: refused.message })))
-    const sql = yield* SqlClient.SqlClient
-    const result = yield* asRequest(context, sql.unsafe(statement, params).raw).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
-    return { rowCount: (result as { readonly rowCount: number }).rowCount }
+    const result = yield* executePipelined(context, statement, params).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
+    return { rowCount: result.rowCount }
   })
 
 /** Runs one tool call as `context` (the caller's role, user and app); the result is what the model sees. */
@@ -193,11 +192,10 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
       const statement = yield* required(args, "sql")
       const checked = yield* guard.check(statement).pipe(Effect.mapError((refused) => new ToolFailed({ message: refused.message })))
       if (checked.kind !== "SELECT") return yield* new ToolFailed({ message: "select_data runs one SELECT only" })
-      const sql = yield* SqlClient.SqlClient
       // Read-only: a data-modifying CTE inside the SELECT fails too.
-      const rows = yield* asRequest(
+      const rows = yield* withPipelinedTransaction(
         { ...context, readOnly: true },
-        Stream.runCollect(Stream.take(sql.unsafe<Record<string, unknown>>(statement).stream, SELECT_DATA_ROW_LIMIT + 1))
+        (connection) => Stream.runCollect(Stream.take(connection.stream(statement), SELECT_DATA_ROW_LIMIT + 1))
       ).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
       const all = [...rows]
       return { rows: all.slice(0, SELECT_DATA_ROW_LIMIT), rowCount: Math.min(all.length, SELECT_DATA_ROW_LIMIT), truncated: all.length > SELECT_DATA_ROW_LIMIT }

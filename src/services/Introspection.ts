@@ -2,12 +2,13 @@
  * POST / (spec §2.5): the schema as the caller's role sees it, from sys.introspect() and
  * sys.table_stats() (migration 0006). The first is the same for every user of a role and app, so
  * it is cached until the catalog changes; row counts pass through row-level security and are
- * read on every call.
+ * read on every call. Each is one pipelined round trip as the caller (StatementConnections).
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { CatalogWatch, makeCatalogCache } from "./CatalogWatch.ts"
-import { asRequest, type RequestContext } from "./RequestContext.ts"
+import type { RequestContext } from "./RequestContext.ts"
+import { executePipelined, StatementConnections } from "./StatementConnections.ts"
 
 /** Spec §2.5; the shapes inside are those of sys.introspect() (README.md, "Introspection"). */
 export interface IntrospectionResult {
@@ -23,29 +24,39 @@ export interface IntrospectionResult {
 
 const MAX_CACHED = 1_000
 
+export type Schema = Omit<IntrospectionResult, "stats">
+
 export class Introspection extends Context.Service<Introspection, {
+  /** The schema without row counts (cached): what the chat's model is told. */
+  readonly schema: (context: RequestContext) => Effect.Effect<Schema, SqlError.SqlError>
   readonly describe: (context: RequestContext) => Effect.Effect<IntrospectionResult, SqlError.SqlError>
 }>()("plinth/Introspection") {
   static readonly layer = Layer.effect(Introspection, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const connections = yield* Effect.context<StatementConnections | SqlClient.SqlClient>()
     const watch = yield* CatalogWatch
-    const cache = makeCatalogCache<string, Omit<IntrospectionResult, "stats">>(watch, MAX_CACHED)
+    const cache = makeCatalogCache<string, Schema>(watch, MAX_CACHED)
+    /** The value of `SELECT <call> AS value` as the caller. */
+    const valueOf = <A>(context: RequestContext, call: string) =>
+      executePipelined(context, `SELECT ${call} AS value`).pipe(
+        Effect.map((result) => result.rows[0]!["value"] as A),
+        Effect.provideContext(connections)
+      )
+
+    const schema = Effect.fn("Introspection.schema")(function*(context: RequestContext) {
+      const key = `${context.role}:${context.app?.id ?? ""}`
+      const cached = cache.get(key)
+      if (cached !== undefined) return cached
+      const generation = watch.generation()
+      const fresh = yield* valueOf<Schema>(context, "sys.introspect()")
+      cache.set(key, fresh, generation)
+      return fresh
+    })
 
     return Introspection.of({
+      schema,
       describe: Effect.fn("Introspection.describe")(function*(context: RequestContext) {
-        const key = `${context.role}:${context.app?.id ?? ""}`
-        const cached = cache.get(key)
-        const generation = watch.generation()
-        return yield* asRequest(context, Effect.gen(function*() {
-          const [stats] = yield* sql<{ stats: IntrospectionResult["stats"] }>`SELECT sys.table_stats() AS stats`
-          let schema = cached
-          if (schema === undefined) {
-            const [row] = yield* sql<{ schema: Omit<IntrospectionResult, "stats"> }>`SELECT sys.introspect() AS schema`
-            schema = row!.schema
-            cache.set(key, schema, generation)
-          }
-          return { ...schema, stats: stats!.stats } satisfies IntrospectionResult
-        })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        const [described, stats] = yield* Effect.all([schema(context), valueOf<IntrospectionResult["stats"]>(context, "sys.table_stats()")], { concurrency: 2 })
+        return { ...described, stats } satisfies IntrospectionResult
       })
     })
   }))

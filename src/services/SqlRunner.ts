@@ -72,7 +72,7 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
   const values = params.map(toParameter)
   if (!statement.returnsRows) {
     // No rows to send, only the count from the command tag.
-    return { rowsJson: "[]", rowCount: yield* executePipelined(context, text, values) } satisfies StatementResult
+    return { rowsJson: "[]", rowCount: (yield* executePipelined(context, text, values)).rowCount } satisfies StatementResult
   }
   return yield* unsupportedResults(withPipelinedTransaction(context, (connection) =>
     Effect.suspend(() => {

@@ -48,12 +48,14 @@ const pipelined = (connection: PgConnection.PgConnection, statements: ReadonlyAr
   )
 
 /**
- * Runs `text` as `context` in one round trip; its command's row count. Once written, the
- * statement and its COMMIT are in PostgreSQL's hands, so a caller that goes away cancels it from
- * another connection, and the connection is retired first: a late cancel must not reach the
- * statement of whoever would use the connection next.
+ * Runs `text` as `context` in one round trip: its result, rows collected. For statements without
+ * rows, or whose result is small by construction (one function call's value); a caller's statement
+ * that returns rows streams them instead (`withPipelinedTransaction`). Once written, the statement
+ * and its COMMIT are in PostgreSQL's hands, so a caller that goes away cancels it from another
+ * connection, and the connection is retired first: a late cancel must not reach the statement of
+ * whoever would use the connection next.
  */
-export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>) =>
+export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
   withDeadline(
     deadlineOf(context),
     connectionLossAsFailure(Effect.scoped(Effect.gen(function*() {
@@ -70,7 +72,7 @@ export const executePipelined = (context: RequestContext, text: string, params: 
           )
         )
       )
-      return result!.rowCount
+      return result!
     })))
   )
 
