@@ -63,12 +63,13 @@ const requestsOf = (tokens: ReadonlyArray<string>) =>
 
 const sseClients = (base: string, token: string) =>
   new Promise<{ child: ChildProcess; seen: () => number }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["bench/sse-clients.ts", base, token, String(STREAMS)], { stdio: ["ignore", "pipe", "inherit"] })
+    const child = spawn(process.execPath, ["bench/sse-clients.ts", base, token], { stdio: ["pipe", "pipe", "inherit"] })
     let out = ""
     child.stdout!.on("data", (chunk: Buffer) => {
       out += chunk.toString()
-      if (out.startsWith("ready\n")) resolve({ child, seen: () => out.split("\n").filter((line) => line.startsWith("{")).length })
+      if (out.startsWith("ready ")) resolve({ child, seen: () => out.split("\n").filter((line) => line.startsWith("{")).length })
     })
+    child.stdin!.write(`open ${STREAMS}\n`)
     child.on("exit", (code) => reject(new Error(`SSE clients exited ${code}`)))
   })
 

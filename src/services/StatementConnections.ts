@@ -1,9 +1,10 @@
 /**
- * The connections the callers' own statements (POST /sql, POST /function) run on. Each is checked
- * out by one request at a time and can pipeline, so a request's transaction is not four round
- * trips (BEGIN, the settings statement, the statement, COMMIT) but:
+ * The connections that statements run as a caller go through (POST /sql and /function, the
+ * introspection calls, the chat's tools). Each is checked out by one request at a time and can
+ * pipeline, so a request's transaction is not four round trips (BEGIN, the settings statement,
+ * the statement, COMMIT) but:
  *
- * - a statement that returns no rows: all four in one write, one round trip;
+ * - a statement that returns no rows, or one small value: all four in one write, one round trip;
  * - a statement that returns rows: BEGIN and the settings in one write, then the statement with
  *   its rows streamed (the response has a size bound, and a result collected before it is
  *   measured would have none), then COMMIT: three.
