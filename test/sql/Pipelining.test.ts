@@ -3,7 +3,8 @@
  * statement without rows goes with BEGIN, the settings and COMMIT in one write. That is safe only
  * if the statement never runs before the settings (it would run as the login role, with nobody's
  * user id) and nothing of one request reaches another's transaction. Hammered here with many
- * users at once, writes and reads mixed, failures among them.
+ * users at once, writes and reads mixed, failures among them. And the function that cancels a
+ * pipelined write whose caller left reaches nothing else.
  */
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -64,4 +65,25 @@ describe("pipelined transactions", () => {
       expect(row.timeout_seen).not.toBe("0")
     }
   }, 120_000)
+
+  it("plinth.cancel_statement is the login role's alone, and reaches only that login's own sessions", async () => {
+    for (const role of ["owner", "admin", "staff", "member", "anon", "chat_authenticator"]) {
+      const [can] = await query(stack.db.adminUrl, (sql) =>
+        sql<{ execute: boolean }>`SELECT has_function_privilege(${role}, 'plinth.cancel_statement(integer)', 'EXECUTE') AS execute`)
+      expect(can).toEqual({ execute: false })
+    }
+    // A member's statement cannot reach it either (EXECUTE is checked against the request's role).
+    const [caller] = users
+    const refused = await sqlRequest(stack.main.url, caller!.token, "SELECT plinth.cancel_statement(pg_backend_pid())")
+    expect(refused.status).toBeGreaterThanOrEqual(400)
+    expect(refused.status).toBeLessThan(500)
+    // Someone else's session (the administrator's here) is out of its reach.
+    const sleeper = query(stack.db.adminUrl, (sql) => sql`SELECT pg_sleep(3), 'admin-sleeper'`)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const [target] = await query(stack.db.adminUrl, (sql) =>
+      sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE query LIKE '%admin-sleeper%' AND pid <> pg_backend_pid() AND state = 'active'`)
+    const [cancelled] = await query(stack.db.mainUrl, (sql) => sql<{ done: boolean }>`SELECT plinth.cancel_statement(${target!.pid}) AS done`)
+    expect(cancelled).toEqual({ done: false })
+    await expect(sleeper).resolves.toBeDefined()
+  })
 })
