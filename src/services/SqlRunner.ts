@@ -4,9 +4,9 @@
  * written straight to JSON text as the rows stream in, so that a result over the size limit fails
  * early instead of filling memory.
  */
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import type { RequestContext } from "./RequestContext.ts"
-import { executePipelined, withPipelinedTransaction } from "./StatementConnections.ts"
+import { executePipelined, peekPipelined, withPipelinedTransaction } from "./StatementConnections.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
 
@@ -74,6 +74,11 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
     // No rows to send, only the count from the command tag.
     return { rowsJson: "[]", rowCount: (yield* executePipelined(context, text, values)).rowCount } satisfies StatementResult
   }
+  if (statement.kind === "SELECT" && !longWay.has(text)) {
+    const peeked = yield* unsupportedResults(peekPipelined(context, text, values))
+    if (Option.isSome(peeked)) return yield* rowsToJson(peeked.value, maxResponseBytes)
+    remember(text)
+  }
   return yield* unsupportedResults(withPipelinedTransaction(context, (connection) =>
     Effect.suspend(() => {
       const parts: Array<string> = []
@@ -90,3 +95,25 @@ export const runStatement = Effect.fn("SqlRunner.run")(function*(
       )
     })))
 })
+
+const rowsToJson = (rows: ReadonlyArray<unknown>, maxResponseBytes: number): Effect.Effect<StatementResult, ResponseTooLarge> => {
+  const rowsJson = `[${rows.map((row) => JSON.stringify(row)).join(",")}]`
+  return Buffer.byteLength(rowsJson) > maxResponseBytes
+    ? Effect.fail(new ResponseTooLarge({ limitBytes: maxResponseBytes }))
+    : Effect.succeed({ rowsJson, rowCount: rows.length })
+}
+
+/**
+ * SELECT texts a peek did not settle (more than one row, a write, an error): the next call of the
+ * same text goes the long way at once instead of paying a wasted round trip. Bounded (texts up to
+ * 1,024 characters, at most 1,000 of them, the oldest forgotten first): a longer text is peeked
+ * at every time.
+ */
+const longWay = new Set<string>()
+const LONG_WAY_MAX = 1_000
+const REMEMBERED_TEXT_MAX = 1_024
+const remember = (text: string) => {
+  if (text.length > REMEMBERED_TEXT_MAX) return
+  if (longWay.size >= LONG_WAY_MAX) longWay.delete(longWay.values().next().value!)
+  longWay.add(text)
+}

@@ -5,9 +5,10 @@
  * the statement, COMMIT) but:
  *
  * - a statement that returns no rows, or one small value: all four in one write, one round trip;
- * - a statement that returns rows: BEGIN and the settings in one write, then the statement with
- *   its rows streamed (the response has a size bound, and a result collected before it is
- *   measured would have none), then COMMIT: three.
+ * - a SELECT of at most one row: the same, through a read-only cursor (`peekPipelined`);
+ * - any other statement that returns rows: BEGIN and the settings in one write, then the
+ *   statement with its rows streamed (the response has a size bound, and a result collected
+ *   before it is measured would have none), then COMMIT: three.
  *
  * On this kind of machine loopback round trips are most of a request's cost (docs/benchmarks.md).
  * The order of a pipeline is the order its statements are queued in, and they are queued in the
@@ -16,8 +17,9 @@
  */
 import { PgPool } from "@effect/sql-pg"
 import type { PgConnection } from "@effect/sql-pg"
-import { Context, Effect, Exit, Layer, Redacted, Result, type Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Option, Redacted, Result, type Scope } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { databaseErrorFields } from "./DatabaseError.ts"
 import { makeJsonColumnTypes } from "./JsonColumnTypes.ts"
 import { connectionLossAsFailure, deadlineOf, type RequestContext, SETTINGS_STATEMENT, settingsOf, withDeadline } from "./RequestContext.ts"
 
@@ -37,26 +39,27 @@ export class StatementConnections extends Context.Service<StatementConnections, 
     )
 }
 
-type Statement = readonly [text: string, params: ReadonlyArray<unknown>]
+/** A statement and its parameters; `prepare: false` for one whose result columns change between runs. */
+type Statement = readonly [text: string, params: ReadonlyArray<unknown>, prepare?: boolean]
 
 /** Queues `statements` in order in one write and waits for all; fails with the first failure in order. */
 const pipelined = (connection: PgConnection.PgConnection, statements: ReadonlyArray<Statement>) =>
-  Effect.all(statements.map(([text, params]) => Effect.result(connection.query(text, params))), { concurrency: "unbounded" }).pipe(
+  Effect.all(statements.map(([text, params, prepare]) => Effect.result(connection.query(text, params, prepare))), { concurrency: "unbounded" }).pipe(
     Effect.flatMap((results) => {
       for (const result of results) if (Result.isFailure(result)) return Effect.fail(result.failure)
       return Effect.succeed(results.map((result) => (result as Result.Success<PgConnection.Result, SqlError.SqlError>).success))
     })
   )
 
+const CANCEL_WAIT = Duration.seconds(1)
+
 /**
- * Runs `text` as `context` in one round trip: its result, rows collected. For statements without
- * rows, or whose result is small by construction (one function call's value); a caller's statement
- * that returns rows streams them instead (`withPipelinedTransaction`). Once written, the statement
- * and its COMMIT are in PostgreSQL's hands, so a caller that goes away cancels it from another
- * connection, and the connection is retired first: a late cancel must not reach the statement of
- * whoever would use the connection next.
+ * Runs `statements` as `context` in one round trip, in a transaction of their own: their results,
+ * rows collected. Once written, they and their COMMIT are in PostgreSQL's hands, so a caller that
+ * goes away cancels them from another connection, and the connection is retired first: a late
+ * cancel must not reach the statement of whoever would use the connection next.
  */
-export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
+const inOneRoundTrip = (context: RequestContext, statements: ReadonlyArray<Statement>) =>
   withDeadline(
     deadlineOf(context),
     connectionLossAsFailure(Effect.scoped(Effect.gen(function*() {
@@ -64,17 +67,54 @@ export const executePipelined = (context: RequestContext, text: string, params: 
       const sql = yield* SqlClient.SqlClient
       const connection = yield* pool.get
       // A failed statement turns the COMMIT into a ROLLBACK: the transaction ends either way.
-      const [, , result] = yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], [text, params], ["COMMIT", []]]).pipe(
+      const results = yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]]).pipe(
         Effect.onInterrupt(() =>
           Effect.andThen(
             pool.invalidate(connection),
-            // Not waited for: against a frozen server it would hang like the statement.
-            Effect.forkDetach(Effect.ignore(sql`SELECT plinth.cancel_statement(${connection.processId})`))
+            // Waited for (a process shutting down must not exit before it is sent), but briefly:
+            // against a frozen server it would hang like the statement.
+            Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection.processId})`), CANCEL_WAIT))
           )
         )
       )
-      return result!
+      return results.slice(2, -1)
     })))
+  )
+
+/**
+ * Runs `text` as `context` in one round trip: its result, rows collected. For statements without
+ * rows, or whose result is small by construction (one function call's value); a caller's statement
+ * that returns rows streams them instead (`withPipelinedTransaction`), or is peeked at first.
+ */
+export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.map(inOneRoundTrip(context, [[text, params]]), ([result]) => result!)
+
+/** statement_timeout (or a cancel): the statement would only run out of time again. */
+const QUERY_CANCELED = "57014"
+
+/** How many rows a peek fetches: one to keep, and a second to learn that there are more. */
+const PEEK_ROWS = 2
+
+/**
+ * A SELECT's rows in one round trip, if it reads at most one row: run through a cursor in a
+ * read-only transaction, fetching two rows. `None` when it has to go the long way (its rows
+ * streamed, in a transaction that may write): it has a second row, it writes (the read-only
+ * transaction refused), or it failed some other way (run again the long way, its error comes
+ * back exactly as that way tells it: here the cursor would shift its positions). A timeout or a
+ * lost connection is the caller's answer at once: running again would only double the wait.
+ */
+export const peekPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>) =>
+  inOneRoundTrip({ ...context, readOnly: true }, [
+    // `text` is one SELECT, passed by the guard: a cursor takes it as it is.
+    [`DECLARE plinth_peek NO SCROLL CURSOR FOR ${text}`, params],
+    // Its columns are the cursor's: never the same prepared statement twice.
+    [`FETCH FORWARD ${PEEK_ROWS} FROM plinth_peek`, [], false]
+  ]).pipe(
+    Effect.map(([, fetched]) => fetched!.rows.length < PEEK_ROWS ? Option.some(fetched!.rows) : Option.none()),
+    Effect.catchTag("SqlError", (error) => {
+      const code = databaseErrorFields(error).code
+      return code === undefined || code === QUERY_CANCELED ? Effect.fail(error) : Effect.succeed(Option.none())
+    })
   )
 
 /**

@@ -4,7 +4,8 @@
  * if the statement never runs before the settings (it would run as the login role, with nobody's
  * user id) and nothing of one request reaches another's transaction. Hammered here with many
  * users at once, writes and reads mixed, failures among them. And the function that cancels a
- * pipelined write whose caller left reaches nothing else.
+ * pipelined write whose caller left reaches nothing else. A SELECT is first peeked at in a read-only
+ * transaction: one that writes must still run exactly once.
  */
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -65,6 +66,29 @@ describe("pipelined transactions", () => {
       expect(row.timeout_seen).not.toBe("0")
     }
   }, 120_000)
+
+  it("a SELECT that writes runs exactly once: the read-only peek refuses it, and it runs the long way", async () => {
+    const [caller] = users
+    const values: Array<number> = []
+    for (let i = 0; i < 6; i++) {
+      // A new text each time, so that none is known to go the long way already.
+      const response = await sqlRequest<{ rows: Array<{ n: string }> }>(stack.main.url, caller!.token, `SELECT nextval('pipeline_log_id_seq') AS n, ${i} AS i`)
+      expect(response.status).toBe(200)
+      values.push(Number(response.body.rows[0]!.n))
+    }
+    expect(values.slice(1).map((value, index) => value - values[index]!)).toEqual([1, 1, 1, 1, 1])
+  })
+
+  it("SELECTs of none, one and many rows answer the same, peeked at or not, the first time and again", async () => {
+    const [caller] = users
+    for (let round = 0; round < 2; round++) {
+      for (const count of [0, 1, 2, 3, 50]) {
+        const response = await sqlRequest(stack.main.url, caller!.token, "SELECT n, $2::text AS tag FROM generate_series(1, $1::int) AS n", [count, "t"])
+        expect(response.status).toBe(200)
+        expect(response.body).toEqual({ rows: Array.from({ length: count }, (_, index) => ({ n: index + 1, tag: "t" })), rowCount: count })
+      }
+    }
+  })
 
   it("plinth.cancel_statement is the login role's alone, and reaches only that login's own sessions", async () => {
     for (const role of ["owner", "admin", "staff", "member", "anon", "chat_authenticator"]) {
