@@ -193,6 +193,9 @@ describe("a client that disconnects", () => {
       text("All of it is done, even though nobody was listening any more.")
     )
     proxy.chunkDelay = 80
+    // Each model call waits a while first: the reply is still running when the client leaves,
+    // however late a busy machine lets this test read its first token.
+    proxy.startDelay = 1_500
     const controller = new AbortController()
     const response = await fetch(`${stack.chat.url}/conversations/${id}/chat`, {
       method: "POST",
