@@ -14,20 +14,17 @@
  * sends 10,000). Requests are generated and sent in chunks and only failures are kept, so memory
  * stays flat however many runs are asked for.
  */
-import { Cause, Context, Effect, Exit, Layer, Logger, Scope } from "effect"
-import { HttpServer } from "effect/http"
+import { Cause, Logger } from "effect"
 import fc from "fast-check"
 import { SignJWT } from "jose"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { RequestId } from "../../src/http/HttpServerLive.ts"
-import { chatService, mainService } from "../../src/layers/Services.ts"
-import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { inviteAsDatabaseAdmin, mailEnv, type SignIn, verify } from "../support/auth.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { type FakeAnthropic, startFakeAnthropic } from "../support/FakeAnthropic.ts"
 import { type FakeMailApi, startFakeMailApi } from "../support/FakeMailApi.ts"
-import { TEST_JWT_SECRET, testEnv } from "../support/services.ts"
+import { serveInProcess, TEST_JWT_SECRET } from "../support/services.ts"
 import {
   argumentsText,
   authorization,
@@ -107,7 +104,6 @@ const summarize = (pretty: string): string => {
 }
 
 const startLoggedService = async (which: "main" | "chat", name: string, databaseUrl: string, env: Record<string, string>): Promise<Service> => {
-  const make = which === "main" ? mainService : chatService
   const logger = Logger.make(({ cause, fiber, logLevel, message }) => {
     if (logLevel !== "Error" && logLevel !== "Fatal" && logLevel !== "Warn") return
     const parts = (Array.isArray(message) ? message : [message]).map(String).join(" ")
@@ -118,16 +114,7 @@ const startLoggedService = async (which: "main" | "chat", name: string, database
       text: cause.reasons.length > 0 ? `${parts}: ${summarize(Cause.pretty(cause))}` : parts
     })
   })
-  const layer = make({ host: "127.0.0.1", port: 0, name }, databaseUrl).pipe(
-    Layer.provide(PlinthConfig.layer),
-    Layer.provide(testEnv(env)),
-    Layer.provide(Logger.layer([logger]))
-  )
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  const address = Context.get(context, HttpServer.HttpServer).address
-  const port = address._tag === "UnixPathAddress" ? 0 : address.port
-  return { name, url: `http://127.0.0.1:${port}`, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+  return { name, ...(await serveInProcess(which, name, databaseUrl, env, Logger.layer([logger]))) }
 }
 
 let db: TestDatabase

@@ -3,8 +3,7 @@
  * that a test can stop and start again on the same data directory and port, a load generator
  * that records every request, and a raw SSE reader.
  */
-import { Cause, Context, Effect, Exit, Layer, Logger, Scope } from "effect"
-import { HttpServer } from "effect/http"
+import { Cause, Effect, Exit, Logger, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -13,10 +12,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords, withDatabase } from "../../src/layers/Database.ts"
 import { startEmbeddedPostgres } from "../../src/layers/EmbeddedPostgres.ts"
-import { mainService } from "../../src/layers/Services.ts"
-import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { freePort } from "../support/ports.ts"
-import { testEnv } from "../support/services.ts"
+import { serveInProcess } from "../support/services.ts"
 
 const DATABASE = "plinth_faults"
 
@@ -161,19 +158,7 @@ export const startMainService = async (databaseUrl: string, env: Record<string, 
       cause: cause.reasons.length === 0 ? "" : Cause.pretty(cause)
     })
   })
-  const layer = mainService({ host: "127.0.0.1", port: 0, name: "main" }, databaseUrl).pipe(
-    Layer.provide(PlinthConfig.layer),
-    Layer.provide(testEnv(env)),
-    Layer.provide(Logger.layer([logger]))
-  )
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  const address = Context.get(context, HttpServer.HttpServer).address
-  return {
-    url: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`,
-    logs,
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
-  }
+  return { ...(await serveInProcess("main", "main", databaseUrl, env, Logger.layer([logger]))), logs }
 }
 
 /** The processes whose parent is `parent` (from /proc). */

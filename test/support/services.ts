@@ -36,25 +36,32 @@ export const TEST_JWT_SECRET = "plinth-test-secret-0123456789abcdef0123456789"
 export const testEnv = (env: Record<string, string> = {}) =>
   ConfigProvider.layer(ConfigProvider.fromEnv({ env: { NODE_ENV: "test", JWT_SECRET: TEST_JWT_SECRET, PLINTH_DATA_DIR: "/nonexistent/plinth-test", ...env } }))
 
+/** A service in this process with its own logger: its URL, and how to close it. */
+export const serveInProcess = async (
+  which: "main" | "chat",
+  name: string,
+  databaseUrl: string,
+  env: Record<string, string>,
+  logger: Layer.Layer<never>
+): Promise<{ readonly url: string; readonly close: () => Promise<void> }> => {
+  const make = which === "main" ? mainService : chatService
+  const layer = make({ host: "127.0.0.1", port: 0, name }, databaseUrl).pipe(
+    Layer.provide(PlinthConfig.layer),
+    Layer.provide(testEnv(env)),
+    Layer.provide(logger)
+  )
+  const scope = Effect.runSync(Scope.make())
+  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+  const address = Context.get(context, HttpServer.HttpServer).address
+  const port = address._tag === "UnixPathAddress" ? 0 : address.port
+  return { url: `http://127.0.0.1:${port}`, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}
+
 export const startService = async (
   which: "main" | "chat",
   databaseUrl: string,
   env: Record<string, string> = {}
 ): Promise<RunningService> => {
   const logs: Array<LogEntry> = []
-  const make = which === "main" ? mainService : chatService
-  const layer = make({ host: "127.0.0.1", port: 0, name: which }, databaseUrl).pipe(
-    Layer.provide(PlinthConfig.layer),
-    Layer.provide(testEnv(env)),
-    Layer.provide(captureLogs(logs))
-  )
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  const address = Context.get(context, HttpServer.HttpServer).address
-  const port = address._tag === "UnixPathAddress" ? 0 : address.port
-  return {
-    url: `http://127.0.0.1:${port}`,
-    logs,
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
-  }
+  return { ...(await serveInProcess(which, which, databaseUrl, env, captureLogs(logs))), logs }
 }
