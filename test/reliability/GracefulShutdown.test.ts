@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { inviteAsDatabaseAdmin, verify } from "../support/auth.ts"
 import { runPlinth } from "../support/cli.ts"
-import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
+import { createTestDatabase, sleepingStatements, type TestDatabase } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
 
 let db: TestDatabase
@@ -56,12 +56,7 @@ describe("SIGTERM under load (plinth serve main)", () => {
     const { plinth, base } = await serveMain()
     try {
       const { token } = await verify(base, await inviteAsDatabaseAdmin(db, "long@plinth.test", "member"))
-      /** Statements sleeping in this database (a SELECT may run as a cursor's FETCH: its text is not the caller's). */
-      const sleeping = () =>
-        query(db.adminUrl, (sql) =>
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE state = 'active' AND wait_event = 'PgSleep' AND datname = current_database() AND pid <> pg_backend_pid()`)
-          .then((rows) => rows[0]!.n)
+      const sleeping = () => sleepingStatements(db.adminUrl)
       const long = sqlAs(base, token, "SELECT true AS slept FROM pg_sleep(40)")
       for (let i = 0; i < 50 && (await sleeping()) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100))
       expect(await sleeping()).toBe(1)

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type AuthStack, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
-import { query } from "../support/database.ts"
+import { query, sleepingStatements } from "../support/database.ts"
 import { type RunningService, startService } from "../support/services.ts"
 import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, eventually, type SqlResult, sqlRequest } from "./fixtures.ts"
 
@@ -177,12 +177,6 @@ describe("other classes", () => {
     expect(after.body).toEqual({ rows: [{ one: 1 }], rowCount: 1 })
   })
 
-  /** Statements sleeping in this test's database (a SELECT may run as a cursor's FETCH: its text is not the caller's). */
-  const sleepingStatements = () =>
-    query(stack.db.adminUrl, (sql) =>
-      sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE state = 'active' AND wait_event = 'PgSleep' AND datname = current_database() AND pid <> pg_backend_pid()`)
-      .then((rows) => rows[0]!.n)
 
   /** Sends `statement` (which sleeps 50 s) to a service with a 60 s timeout, and goes away once it runs. */
   const abandon = async (statement: string) => {
@@ -195,11 +189,11 @@ describe("other classes", () => {
         body: JSON.stringify({ sql: statement }),
         signal: controller.signal
       }).catch((error: unknown) => error)
-      expect(await eventually(async () => (await sleepingStatements()) === 1, 5_000)).toBe(true)
+      expect(await eventually(async () => (await sleepingStatements(stack.db.adminUrl)) === 1, 5_000)).toBe(true)
       controller.abort()
       await request
       // Far sooner than the 60 s statement timeout or the 50 s sleep.
-      expect(await eventually(async () => (await sleepingStatements()) === 0, 10_000)).toBe(true)
+      expect(await eventually(async () => (await sleepingStatements(stack.db.adminUrl)) === 0, 10_000)).toBe(true)
       // The service goes on working.
       expect((await sqlRequest(patient.url, member.token, "SELECT 1 AS one")).status).toBe(200)
     } finally {

@@ -63,3 +63,13 @@ export const query = <A, E>(url: string, run: (sql: SqlClient.SqlClient) => Effe
   runSql(url, Effect.gen(function*() {
     return yield* run(yield* SqlClient.SqlClient)
   }))
+
+/**
+ * How many statements are sleeping in `pg_sleep` in the database of `adminUrl`: found by wait event,
+ * since a SELECT may run as a cursor's FETCH and its text is then not the caller's.
+ */
+export const sleepingStatements = (adminUrl: string) =>
+  query(adminUrl, (sql) =>
+    sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE state = 'active' AND wait_event = 'PgSleep' AND datname = current_database() AND pid <> pg_backend_pid()`)
+    .then((rows) => rows[0]!.n)
