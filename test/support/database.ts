@@ -66,7 +66,7 @@ export const query = <A, E>(url: string, run: (sql: SqlClient.SqlClient) => Effe
 
 /**
  * How many statements are sleeping in `pg_sleep` in the database of `adminUrl`: found by wait event,
- * since a SELECT may run as a cursor's FETCH and its text is then not the caller's.
+ * since a peeked SELECT runs wrapped in a subquery and its text is then not the caller's.
  */
 export const sleepingStatements = (adminUrl: string) =>
   query(adminUrl, (sql) =>
