@@ -14,12 +14,11 @@
  * sends 10,000). Requests are generated and sent in chunks and only failures are kept, so memory
  * stays flat however many runs are asked for.
  */
-import { Cause, Logger } from "effect"
+import { Cause, Logger, References } from "effect"
 import fc from "fast-check"
 import { SignJWT } from "jose"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { RequestId } from "../../src/http/HttpServerLive.ts"
 import { inviteAsDatabaseAdmin, mailEnv, type SignIn, verify } from "../support/auth.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { type FakeAnthropic, startFakeAnthropic } from "../support/FakeAnthropic.ts"
@@ -110,7 +109,7 @@ const startLoggedService = async (which: "main" | "chat", name: string, database
     serverLogs.keep({
       service: name,
       level: logLevel,
-      requestId: fiber.getRef(RequestId),
+      requestId: String(fiber.getRef(References.CurrentLogAnnotations).requestId ?? ""),
       text: cause.reasons.length > 0 ? `${parts}: ${summarize(Cause.pretty(cause))}` : parts
     })
   })
