@@ -5,14 +5,14 @@
  * the model can do nothing the user could not. SQL the model writes (a WHERE expression, a
  * SELECT) passes the SQL guard first.
  */
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { databaseErrorFields } from "./DatabaseError.ts"
 import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
-import { executePipelined, withPipelinedTransaction } from "./StatementConnections.ts"
+import { executePipelined, selectPipelined } from "./StatementConnections.ts"
 
 /** How a tool call completes: by running, at once with a fixed result, or running unseen (select_data). */
 export type ToolMode = "execute" | "complete" | "query"
@@ -192,12 +192,11 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
       const statement = yield* required(args, "sql")
       const checked = yield* guard.check(statement).pipe(Effect.mapError((refused) => new ToolFailed({ message: refused.message })))
       if (checked.kind !== "SELECT") return yield* new ToolFailed({ message: "select_data runs one SELECT only" })
-      // Read-only: a data-modifying CTE inside the SELECT fails too.
-      const rows = yield* withPipelinedTransaction(
-        { ...context, readOnly: true },
-        (connection) => Stream.runCollect(Stream.take(connection.stream(statement), SELECT_DATA_ROW_LIMIT + 1))
-      ).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
-      const all = [...rows]
+      // Read-only: a data-modifying CTE inside the SELECT fails too. One row past the limit tells
+      // whether there were more.
+      const all = yield* selectPipelined(context, statement, [], SELECT_DATA_ROW_LIMIT + 1).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error)))
+      )
       return { rows: all.slice(0, SELECT_DATA_ROW_LIMIT), rowCount: Math.min(all.length, SELECT_DATA_ROW_LIMIT), truncated: all.length > SELECT_DATA_ROW_LIMIT }
     }
     case "preview_page":

@@ -5,7 +5,8 @@
  * the statement, COMMIT) but:
  *
  * - a statement that returns no rows, or one small value: all four in one write, one round trip;
- * - a SELECT of at most one row: the same, read-only and limited to two rows (`peekPipelined`);
+ * - a SELECT of at most one row: the same, read-only and limited to two rows (`peekPipelined`),
+ *   and the chat's select_data, limited to its row bound (`selectPipelined`);
  * - any other statement that returns rows: BEGIN and the settings in one write, then the
  *   statement with its rows streamed (the response has a size bound, and a result collected
  *   before it is measured would have none), then COMMIT: three.
@@ -92,25 +93,32 @@ export const executePipelined = (context: RequestContext, text: string, params: 
 /** statement_timeout (or a cancel): the statement would only run out of time again. */
 const QUERY_CANCELED = "57014"
 
+/**
+ * A SELECT's first `limit` rows in one round trip: run as a subquery with a LIMIT, in a read-only
+ * transaction (a SELECT that writes fails). `text` is one SELECT, passed by the guard: it reads as
+ * a subquery (the newline ends a trailing comment; a trailing semicolon would not parse inside the
+ * parentheses). The wrapper is a prepared statement like any other, so a repeated one is planned
+ * once. Error positions are the wrapper's, not the caller's.
+ */
+export const selectPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>, limit: number) =>
+  Effect.map(
+    inOneRoundTrip({ ...context, readOnly: true }, [[`SELECT * FROM (${text.replace(/;\s*$/, "")}\n) AS plinth_rows LIMIT ${limit}`, params]]),
+    ([result]) => result!.rows
+  )
+
 /** How many rows a peek reads: one to keep, and a second to learn that there are more. */
 const PEEK_ROWS = 2
 
 /**
- * A SELECT's rows in one round trip, if it reads at most one row: run as a subquery limited to two
- * rows, in a read-only transaction. `None` when it has to go the long way (its rows streamed, in a
- * transaction that may write): it has a second row, it writes (the read-only transaction
- * refused), or it failed some other way (run again the long way, its error comes back exactly as
- * that way tells it: here the wrapping would shift its positions). A timeout or a lost connection
- * is the caller's answer at once: running again would only double the wait.
+ * A SELECT's rows in one round trip, if it reads at most one row (`selectPipelined`). `None` when
+ * it has to go the long way (its rows streamed, in a transaction that may write): it has a second
+ * row, it writes (the read-only transaction refused), or it failed some other way (run again the
+ * long way, its error comes back exactly as that way tells it, positions included). A timeout or
+ * a lost connection is the caller's answer at once: running again would only double the wait.
  */
 export const peekPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>) =>
-  inOneRoundTrip({ ...context, readOnly: true }, [
-    // `text` is one SELECT, passed by the guard: it reads as a subquery (the newline ends a
-    // trailing comment; a trailing semicolon would not parse inside the parentheses). The
-    // wrapper is a prepared statement like any other, so a repeated peek is planned once.
-    [`SELECT * FROM (${text.replace(/;\s*$/, "")}\n) AS plinth_peek LIMIT ${PEEK_ROWS}`, params]
-  ]).pipe(
-    Effect.map(([peeked]) => peeked!.rows.length < PEEK_ROWS ? Option.some(peeked!.rows) : Option.none()),
+  selectPipelined(context, text, params, PEEK_ROWS).pipe(
+    Effect.map((rows) => rows.length < PEEK_ROWS ? Option.some(rows) : Option.none()),
     Effect.catchTag("SqlError", (error) => {
       const code = databaseErrorFields(error).code
       return code === undefined || code === QUERY_CANCELED ? Effect.fail(error) : Effect.succeed(Option.none())
