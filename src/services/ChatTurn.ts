@@ -13,6 +13,7 @@ import {
   type Message,
   type MessageContent,
   saveMessage,
+  saveMessageAndAddPending,
   setTitle,
   type ToolCall
 } from "./Conversations.ts"
@@ -110,7 +111,21 @@ const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly 
 
 const ownedBy = (options: TurnOptions) => ({ userId: options.context.userId, conversationId: options.conversationId })
 
-const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(options: TurnOptions, messageId: string, call: ToolCall, text: string | undefined) {
+/** The text of a reply's pending placeholder, before the model has said anything. */
+const NOTHING_YET: MessageContent = { type: "text", text: "" }
+
+/**
+ * Runs one tool call in message `messageId`: stored as pending before it runs (what is about to
+ * happen is on record), then with its result. The step's last call adds the reply's next
+ * placeholder in the same statement. Returns what it stored, for the turn's history.
+ */
+const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
+  options: TurnOptions,
+  messageId: string,
+  call: ToolCall,
+  text: string | undefined,
+  lastOfStep: boolean
+) {
   const content: MessageContent = { type: "tool_call", tool_calls: [call], ...(text === undefined ? {} : { text }) }
   yield* saveMessage(ownedBy(options), messageId, content, "pending")
   const mode = toolMode(call.name)
@@ -121,9 +136,14 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(options: TurnOption
   const toolResult: Readonly<Record<string, unknown>> = outcome._tag === "Success"
     ? { result: outcome.success }
     : { error: (outcome.failure as ToolFailed).message }
-  const saved = yield* saveMessage(ownedBy(options), messageId, { ...content, tool_result: toolResult }, outcome._tag === "Success" ? "complete" : "error")
+  const done: MessageContent = { ...content, tool_result: toolResult }
+  const status = outcome._tag === "Success" ? "complete" : "error"
+  const [saved, next] = lastOfStep
+    ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status, NOTHING_YET)
+    : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
   else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
+  return { saved, next }
 })
 
 /** Runs the reply to its end; failures of the model end it with an `error` event and an `error` message. */
@@ -133,12 +153,20 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
   const tools = TOOLS.map((definition) => definition.tool)
   const owned = ownedBy(options)
   let placeholderId = options.placeholderId
+  // Read once: from here on, only this reply writes the conversation (its pending placeholder
+  // keeps others out), so the history follows from what it stores.
+  const history = [...(yield* conversationMessages(owned))]
+  const remember = (message: Message) => {
+    const index = history.findIndex((known) => known.id === message.id)
+    if (index === -1) history.push(message)
+    else history[index] = message
+    return message
+  }
   for (let step = 0; step < options.maxSteps; step++) {
-    const messages = yield* conversationMessages(owned)
     const schema = yield* Effect.option(introspection.schema(options.context))
     let text = ""
     const toolUses: Array<Extract<ModelEvent, { _tag: "ToolUse" }>> = []
-    const replied = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(messages), tools }).pipe(
+    const replied = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(history), tools }).pipe(
       Stream.runForEach((event) => {
         if (event._tag === "ToolUse") {
           toolUses.push(event)
@@ -166,11 +194,18 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     for (const [index, use] of toolUses.entries()) {
       const messageId = index === 0
         ? placeholderId
-        : (yield* addMessage(owned, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
-      yield* runToolCall(options, messageId, { id: use.id, name: use.name, args: use.input }, index === 0 && text.trim() !== "" ? text : undefined)
+        : remember(yield* addMessage(owned, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
+      const stored = yield* runToolCall(
+        options,
+        messageId,
+        { id: use.id, name: use.name, args: use.input },
+        index === 0 && text.trim() !== "" ? text : undefined,
+        index === toolUses.length - 1
+      )
+      remember(stored.saved)
+      // The next step's placeholder: while it is pending, nobody else can start a reply here.
+      if (stored.next !== undefined) placeholderId = remember(stored.next).id
     }
-    // The next step's placeholder: while it is pending, nobody else can start a reply here.
-    placeholderId = (yield* addMessage(owned, "assistant", { type: "text", text: "" }, "pending")).id
   }
   yield* saveMessage(owned, placeholderId, { type: "text", text: `Stopped after ${options.maxSteps} steps.` }, "error")
   yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped` } })

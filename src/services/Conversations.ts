@@ -146,6 +146,35 @@ export const saveMessage = Effect.fn("Conversations.save")(
   }
 )
 
+/**
+ * Stores a message's final content and adds the reply's next pending message after it, in one
+ * statement: between two steps of a reply, one round trip instead of two.
+ */
+export const saveMessageAndAddPending = Effect.fn("Conversations.saveAndAddPending")(
+  function*(owned: OwnedConversation, id: string, content: MessageContent, status: MessageStatus, next: MessageContent) {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<Message & { readonly added: boolean }>`
+      WITH saved AS (
+        UPDATE sys.messages m SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, updated_at = now()
+        FROM sys.conversations c
+        WHERE m.id = ${id} AND m.conversation_id = ${owned.conversationId} AND c.id = m.conversation_id AND c.user_id = ${owned.userId}
+        RETURNING m.id, m.conversation_id, m.role, m.content, m.status, m.created_at
+      ), added AS (
+        INSERT INTO sys.messages (conversation_id, role, content, status)
+        SELECT conversation_id, 'assistant', ${JSON.stringify(next)}::jsonb, 'pending' FROM saved
+        RETURNING id, role, content, status, created_at
+      )
+      SELECT id::text, role, content, status, created_at::text, false AS added FROM saved
+      UNION ALL
+      SELECT id::text, role, content, status, created_at::text, true AS added FROM added`
+    const saved = rows.find((row) => !row.added)
+    const added = rows.find((row) => row.added)
+    if (saved === undefined || added === undefined) return yield* new ConversationNotFound()
+    const message = ({ added: _, ...row }: Message & { readonly added: boolean }): Message => row
+    return [message(saved), message(added)] as const
+  }
+)
+
 export const addMessage = Effect.fn("Conversations.add")(
   function*(owned: OwnedConversation, role: "user" | "assistant", content: MessageContent, status: MessageStatus) {
     const sql = yield* SqlClient.SqlClient
