@@ -94,6 +94,7 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
           context,
           conversationId,
           placeholderId: started.placeholderId,
+          history: started.history,
           titleFrom: started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none(),
           maxSteps: config.chatMaxSteps,
           guard,

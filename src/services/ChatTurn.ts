@@ -9,7 +9,6 @@ import { Effect, Option, Stream } from "effect"
 import { TOOLS, runTool, toolMode, type ToolFailed } from "./ChatTools.ts"
 import {
   addMessage,
-  conversationMessages,
   type Message,
   type MessageContent,
   saveMessage,
@@ -43,6 +42,8 @@ export interface TurnOptions {
   readonly conversationId: string
   /** The pending message this reply fills first. */
   readonly placeholderId: string
+  /** The conversation's messages as the reply starts, the placeholder last (Conversations.beginTurn). */
+  readonly history: ReadonlyArray<Message>
   /** Set on a conversation's first message: its text, for the title. */
   readonly titleFrom: Option.Option<string>
   readonly maxSteps: number
@@ -153,9 +154,9 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
   const tools = TOOLS.map((definition) => definition.tool)
   const owned = ownedBy(options)
   let placeholderId = options.placeholderId
-  // Read once: from here on, only this reply writes the conversation (its pending placeholder
-  // keeps others out), so the history follows from what it stores.
-  const history = [...(yield* conversationMessages(owned))]
+  // From here on only this reply writes the conversation (its pending placeholder keeps others
+  // out), so the history follows from what it stores.
+  const history = [...options.history]
   const remember = (message: Message) => {
     const index = history.findIndex((known) => known.id === message.id)
     if (index === -1) history.push(message)

@@ -90,46 +90,31 @@ export interface OwnedConversation {
   readonly conversationId: string
 }
 
-export const conversationMessages = Effect.fn("Conversations.messages")(function*(owned: OwnedConversation) {
-  const sql = yield* SqlClient.SqlClient
-  return yield* sql<Message>`
-    SELECT m.id::text, m.role, m.content, m.status, m.created_at::text
-    FROM sys.messages m JOIN sys.conversations c ON c.id = m.conversation_id
-    WHERE m.conversation_id = ${owned.conversationId} AND c.user_id = ${owned.userId} ORDER BY m.position`
-})
-
-const isToolCall = (message: Message | undefined) => message?.role === "assistant" && message.content.type === "tool_call"
-
 export type TurnStart =
   | { readonly kind: "chat"; readonly content: string }
   | { readonly kind: "continue" }
 
+/** What sys.begin_turn answers (migrations/0013_begin_turn.sql). */
+type BeganTurn =
+  | { readonly refused: string }
+  | { readonly placeholder_id: string; readonly first_message: boolean; readonly messages: ReadonlyArray<Message> }
+
 /**
- * Starts a reply: locks the conversation, checks whose turn it is, stores the user's message
- * (chat) and the pending placeholder the reply will fill. Returns the placeholder's id and
- * whether this is the conversation's first message (it then gets a title).
+ * Starts a reply in one round trip (sys.begin_turn): locks the conversation, checks whose turn it
+ * is, stores the user's message (chat) and the pending placeholder the reply will fill. Returns
+ * the placeholder's id, whether this is the conversation's first message (it then gets a title),
+ * and the conversation's messages as the reply starts.
  */
 export const beginTurn = Effect.fn("Conversations.beginTurn")(function*(userId: string, id: string, start: TurnStart) {
   if (!isUuid(id)) return yield* new ConversationNotFound()
   const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(Effect.gen(function*() {
-    const [conversation] = yield* sql`SELECT id FROM sys.conversations WHERE id = ${id} AND user_id = ${userId} FOR UPDATE`
-    if (conversation === undefined) return yield* new ConversationNotFound()
-    const [latest] = yield* sql<Message>`
-      SELECT id::text, role, content, status, created_at::text FROM sys.messages
-      WHERE conversation_id = ${id} ORDER BY position DESC LIMIT 1`
-    if (latest?.status === "pending") return yield* new TurnRefused({ message: "a reply is in progress" })
-    if (start.kind === "continue" && !(isToolCall(latest) && (latest!.status === "complete" || latest!.status === "error"))) {
-      return yield* new TurnRefused({ message: "the latest message is not a completed or failed tool call" })
-    }
-    if (start.kind === "chat") {
-      yield* sql`INSERT INTO sys.messages (conversation_id, role, content, status)
-        VALUES (${id}, 'user', ${JSON.stringify({ type: "text", text: start.content })}::jsonb, 'complete')`
-    }
-    const [placeholder] = yield* sql<{ id: string }>`INSERT INTO sys.messages (conversation_id, role, content, status)
-      VALUES (${id}, 'assistant', ${JSON.stringify({ type: "text", text: "" })}::jsonb, 'pending') RETURNING id::text`
-    return { placeholderId: placeholder!.id, firstMessage: latest === undefined }
-  }))
+  const [row] = yield* sql<{ turn: BeganTurn }>`
+    SELECT sys.begin_turn(${userId}, ${id}, ${start.kind === "chat" ? start.content : null}) AS turn`
+  const turn = row!.turn
+  if ("refused" in turn) {
+    return yield* (turn.refused === "not found" ? new ConversationNotFound() : new TurnRefused({ message: turn.refused }))
+  }
+  return { placeholderId: turn.placeholder_id, firstMessage: turn.first_message, history: turn.messages }
 })
 
 /** Replaces a message's content and status (the placeholder as the reply ends, a tool call as it runs). */
