@@ -62,7 +62,8 @@ const CLIENT_DEADLINE_MARGIN = Duration.millis(500)
 
 export const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
   Effect.gen(function*() {
-    const fiber = yield* Effect.forkDetach(effect)
+    // Started at once, not on the scheduler's next turn: one event-loop hop less per request.
+    const fiber = yield* Effect.forkDetach(effect, { startImmediately: true })
     // Interrupting without waiting: against a frozen server the rollback itself would hang.
     const abandon = Effect.forkDetach(Fiber.interrupt(fiber))
     return yield* Fiber.join(fiber).pipe(
