@@ -126,6 +126,10 @@ describe("production without a mail provider", () => {
 
     const warnings = main.logs.filter((entry) => /not sent/.test(entry.message))
     expect(warnings.map((entry) => entry.level)).toEqual(["Warn", "Warn"])
+    // Every line a request logs carries its id, not only its access line.
+    const linkRequest = main.logs.find((entry) => entry.message.startsWith("POST /auth/magic-link 200"))!.annotations["requestId"]
+    expect(linkRequest).toMatch(/^[0-9a-f-]{36}$/)
+    expect(warnings.find((entry) => entry.message.includes(ownerEmail))!.annotations["requestId"]).toBe(linkRequest)
 
     const everything = [...printed, JSON.stringify(main.logs)]
     for (const text of everything) {
