@@ -3,7 +3,7 @@
  * on every error response, a JSON 404, and a one-line error when the port is taken.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Context, Effect, Exit, Layer, Schema } from "effect"
+import { ByteSize, Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { createServer, STATUS_CODES } from "node:http"

@@ -112,9 +112,6 @@ const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly 
 
 const ownedBy = (options: TurnOptions) => ({ userId: options.context.userId, conversationId: options.conversationId })
 
-/** The text of a reply's pending placeholder, before the model has said anything. */
-const NOTHING_YET: MessageContent = { type: "text", text: "" }
-
 /**
  * Runs one tool call in message `messageId`: stored as pending before it runs (what is about to
  * happen is on record), then with its result. The step's last call adds the reply's next
@@ -140,7 +137,7 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   const done: MessageContent = { ...content, tool_result: toolResult }
   const status = outcome._tag === "Success" ? "complete" : "error"
   const [saved, next] = lastOfStep
-    ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status, NOTHING_YET)
+    ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
     : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
   else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })

@@ -96,6 +96,7 @@ export type TurnStart =
 
 /** What sys.begin_turn answers (migrations/0013_begin_turn.sql). */
 type BeganTurn =
+  | { readonly not_found: true }
   | { readonly refused: string }
   | { readonly placeholder_id: string; readonly first_message: boolean; readonly messages: ReadonlyArray<Message> }
 
@@ -109,11 +110,10 @@ export const beginTurn = Effect.fn("Conversations.beginTurn")(function*(userId: 
   if (!isUuid(id)) return yield* new ConversationNotFound()
   const sql = yield* SqlClient.SqlClient
   const [row] = yield* sql<{ turn: BeganTurn }>`
-    SELECT sys.begin_turn(${userId}, ${id}, ${start.kind === "chat" ? start.content : null}) AS turn`
+    SELECT sys.begin_turn(${userId}, ${id}, ${start.kind === "chat" ? JSON.stringify({ type: "text", text: start.content }) : null}::jsonb) AS turn`
   const turn = row!.turn
-  if ("refused" in turn) {
-    return yield* (turn.refused === "not found" ? new ConversationNotFound() : new TurnRefused({ message: turn.refused }))
-  }
+  if ("not_found" in turn) return yield* new ConversationNotFound()
+  if ("refused" in turn) return yield* new TurnRefused({ message: turn.refused })
   return { placeholderId: turn.placeholder_id, firstMessage: turn.first_message, history: turn.messages }
 })
 
@@ -132,11 +132,11 @@ export const saveMessage = Effect.fn("Conversations.save")(
 )
 
 /**
- * Stores a message's final content and adds the reply's next pending message after it, in one
- * statement: between two steps of a reply, one round trip instead of two.
+ * Stores a message's final content and adds the reply's next placeholder (pending, no text yet)
+ * after it, in one statement: between two steps of a reply, one round trip instead of two.
  */
 export const saveMessageAndAddPending = Effect.fn("Conversations.saveAndAddPending")(
-  function*(owned: OwnedConversation, id: string, content: MessageContent, status: MessageStatus, next: MessageContent) {
+  function*(owned: OwnedConversation, id: string, content: MessageContent, status: MessageStatus) {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<Message & { readonly added: boolean }>`
       WITH saved AS (
@@ -146,7 +146,7 @@ export const saveMessageAndAddPending = Effect.fn("Conversations.saveAndAddPendi
         RETURNING m.id, m.conversation_id, m.role, m.content, m.status, m.created_at
       ), added AS (
         INSERT INTO sys.messages (conversation_id, role, content, status)
-        SELECT conversation_id, 'assistant', ${JSON.stringify(next)}::jsonb, 'pending' FROM saved
+        SELECT conversation_id, 'assistant', '{"type": "text", "text": ""}', 'pending' FROM saved
         RETURNING id, role, content, status, created_at
       )
       SELECT id::text, role, content, status, created_at::text, false AS added FROM saved

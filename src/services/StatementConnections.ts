@@ -40,12 +40,12 @@ export class StatementConnections extends Context.Service<StatementConnections, 
     )
 }
 
-/** A statement and its parameters; `prepare: false` for one whose result columns change between runs. */
-type Statement = readonly [text: string, params: ReadonlyArray<unknown>, prepare?: boolean]
+/** A statement and its parameters. */
+type Statement = readonly [text: string, params: ReadonlyArray<unknown>]
 
 /** Queues `statements` in order in one write and waits for all; fails with the first failure in order. */
 const pipelined = (connection: PgConnection.PgConnection, statements: ReadonlyArray<Statement>) =>
-  Effect.all(statements.map(([text, params, prepare]) => Effect.result(connection.query(text, params, prepare))), { concurrency: "unbounded" }).pipe(
+  Effect.all(statements.map(([text, params]) => Effect.result(connection.query(text, params))), { concurrency: "unbounded" }).pipe(
     Effect.flatMap((results) => {
       for (const result of results) if (Result.isFailure(result)) return Effect.fail(result.failure)
       return Effect.succeed(results.map((result) => (result as Result.Success<PgConnection.Result, SqlError.SqlError>).success))
