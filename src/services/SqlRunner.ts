@@ -77,31 +77,34 @@ export const runStatement = Effect.fnUntraced(function*(
   }
   if (statement.kind === "SELECT" && !longWay.has(text)) {
     const peeked = yield* unsupportedResults(peekPipelined(context, text, values))
-    if (Option.isSome(peeked)) return yield* rowsToJson(peeked.value, maxResponseBytes)
+    if (Option.isSome(peeked)) {
+      const rows = jsonRows(maxResponseBytes)
+      for (const row of peeked.value) yield* rows.add(row)
+      return rows.result()
+    }
     remember(text)
   }
   return yield* unsupportedResults(withPipelinedTransaction(context, (connection) =>
     Effect.suspend(() => {
-      const parts: Array<string> = []
-      let bytes = 2
-      return connection.stream(text, values).pipe(
-        Stream.runForEach((row) => {
-          const json = JSON.stringify(row)
-          bytes += Buffer.byteLength(json) + 1
-          if (bytes > maxResponseBytes) return Effect.fail(new ResponseTooLarge({ limitBytes: maxResponseBytes }))
-          parts.push(json)
-          return Effect.void
-        }),
-        Effect.map((): StatementResult => ({ rowsJson: `[${parts.join(",")}]`, rowCount: parts.length }))
-      )
+      const rows = jsonRows(maxResponseBytes)
+      return connection.stream(text, values).pipe(Stream.runForEach(rows.add), Effect.map(rows.result))
     })))
 })
 
-const rowsToJson = (rows: ReadonlyArray<unknown>, maxResponseBytes: number): Effect.Effect<StatementResult, ResponseTooLarge> => {
-  const rowsJson = `[${rows.map((row) => JSON.stringify(row)).join(",")}]`
-  return Buffer.byteLength(rowsJson) > maxResponseBytes
-    ? Effect.fail(new ResponseTooLarge({ limitBytes: maxResponseBytes }))
-    : Effect.succeed({ rowsJson, rowCount: rows.length })
+/** Rows written to JSON text as they are added, each measured: past `maxBytes` in all, ResponseTooLarge. */
+const jsonRows = (maxBytes: number) => {
+  const parts: Array<string> = []
+  let bytes = 2
+  return {
+    add: (row: unknown): Effect.Effect<void, ResponseTooLarge> => {
+      const json = JSON.stringify(row)
+      bytes += Buffer.byteLength(json) + 1
+      if (bytes > maxBytes) return Effect.fail(new ResponseTooLarge({ limitBytes: maxBytes }))
+      parts.push(json)
+      return Effect.void
+    },
+    result: (): StatementResult => ({ rowsJson: `[${parts.join(",")}]`, rowCount: parts.length })
+  }
 }
 
 /**
