@@ -4,6 +4,7 @@
  * The stream opens with `: connected`, sends `: heartbeat` every EVENTS_HEARTBEAT (30 s), and
  * `event: page_change` / `event: resync` as the tenant's actor publishes them.
  */
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
 import { Readable } from "node:stream"
 import { Sse } from "effect/encoding"
@@ -39,19 +40,34 @@ const CONNECTED = encodeText(": connected\n\n")
 const MAX_BUFFERED_BYTES = 32 * 1024
 const HEARTBEAT = encodeText(": heartbeat\n\n")
 
+/** The response a stream's frames can be written to directly, once the platform has sent its head. */
+export interface DirectResponse {
+  readonly headersSent: boolean
+  readonly destroyed: boolean
+  readonly writableLength: number
+  readonly write: (chunk: Uint8Array) => boolean
+}
+
 /**
  * A stream's body, which the tenant's actor writes each event's bytes into: no fiber or queue per
  * stream (with ten thousand streams they were most of the memory and of a change's latency).
- * Node pipes the body to the socket and pauses it while the client is slow; a body holding
- * MAX_BUFFERED_BYTES unsent is let go (it ends; the client reconnects and refetches).
+ * Node pipes the body to the socket. Once the head is sent and everything pushed before has gone
+ * out, frames are written to `response` itself, skipping the body's flow (a tick and an event per
+ * stream and frame); until then, and without a response, they are pushed in order. A stream that
+ * holds MAX_BUFFERED_BYTES unsent is let go (it ends; the client reconnects and refetches).
  */
-export const eventStreamBody = (): { readonly body: Readable; readonly subscriber: Subscriber } => {
+export const eventStreamBody = (response?: DirectResponse): { readonly body: Readable; readonly subscriber: Subscriber } => {
   const body = new Readable({ read() {} })
   body.push(CONNECTED)
   return {
     body,
     subscriber: {
       offer: (event) => {
+        if (response !== undefined && response.headersSent && body.readableLength === 0) {
+          if (response.destroyed || response.writableLength > MAX_BUFFERED_BYTES) return false
+          response.write(frame(event))
+          return true
+        }
         if (body.readableLength > MAX_BUFFERED_BYTES) return false
         body.push(frame(event))
         return true
@@ -76,7 +92,7 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
     Effect.mapError((error) => new Unauthorized({ error: error.reason }))
   )
   yield* checkTenant(principal)
-  const { body, subscriber } = eventStreamBody()
+  const { body, subscriber } = eventStreamBody(NodeHttpServerRequest.toServerResponse(request))
   // Attach before answering: a client that has seen `: connected` misses nothing after it.
   yield* tenant.attach(principal.userId, subscriber).pipe(
     Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))

@@ -224,6 +224,41 @@ describe("TenantActor", () => {
   })
 })
 
+describe("a stream body with its response", () => {
+  const change = (slug: string): PageEvent => ({ _tag: "PageChange", schema: "public", slug })
+  const text = (chunks: ReadonlyArray<Uint8Array>) => Buffer.concat(chunks).toString("utf8")
+
+  it("frames go into the body until the head is sent and the body has drained, then straight to the response, in order", async () => {
+    const written: Array<Uint8Array> = []
+    const response = { headersSent: false, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { body, subscriber } = eventStreamBody(response)
+    expect(subscriber.offer(change("a"))).toBe(true)
+    response.headersSent = true
+    // Head sent, but ": connected" and "a" still wait in the body: "b" must queue behind them.
+    expect(subscriber.offer(change("b"))).toBe(true)
+    expect(written).toHaveLength(0)
+    const piped: Array<Uint8Array> = []
+    while (body.readableLength > 0) piped.push(body.read() as Uint8Array)
+    expect(subscriber.offer(change("c"))).toBe(true)
+    expect(text(piped)).toBe(': connected\n\nevent: page_change\ndata: {"schema":"public","slug":"a"}\n\nevent: page_change\ndata: {"schema":"public","slug":"b"}\n\n')
+    expect(text(written)).toBe('event: page_change\ndata: {"schema":"public","slug":"c"}\n\n')
+  })
+
+  it("a response that holds 32 KiB unsent, or is gone, takes nothing more: the stream is let go", () => {
+    const written: Array<Uint8Array> = []
+    const response = { headersSent: true, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { body, subscriber } = eventStreamBody(response)
+    body.read()
+    expect(subscriber.offer(change("a"))).toBe(true)
+    response.writableLength = 32 * 1024 + 1
+    expect(subscriber.offer(change("b"))).toBe(false)
+    response.writableLength = 0
+    response.destroyed = true
+    expect(subscriber.offer(change("c"))).toBe(false)
+    expect(written).toHaveLength(1)
+  })
+})
+
 describe("sys.pages_v", () => {
   it("every signed-in role reads pages through it; nobody but owners and admins writes them", async () => {
     const slug = freshSlug()
