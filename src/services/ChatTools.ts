@@ -12,7 +12,7 @@ import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
-import { executePipelined, selectPipelined } from "./StatementConnections.ts"
+import { callPipelined, executePipelined, selectPipelined } from "./StatementConnections.ts"
 
 /** How a tool call completes: by running, at once with a fixed result, or running unseen (select_data). */
 export type ToolMode = "execute" | "complete" | "query"
@@ -109,12 +109,9 @@ const failedSql = (error: SqlError.SqlError) => {
   return new ToolFailed({ message: fields.detail === undefined ? fields.message : `${fields.message} (${fields.detail})` })
 }
 
-/** `SELECT <call> AS result` as the caller, returning the function's answer. */
+/** A sys function called as the caller: its answer, or its failure as the tool's. */
 const callSys = (context: RequestContext, call: string, params: ReadonlyArray<unknown>) =>
-  executePipelined(context, `SELECT ${call} AS result`, params).pipe(
-    Effect.map((result) => result.rows[0]?.["result"] ?? null),
-    Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error)))
-  )
+  callPipelined(context, call, params).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
 
 /** A statement the model helped write: guarded like any client's, then run as the caller. */
 const guarded = (guard: SqlGuard["Service"], context: RequestContext, statement: string, params: ReadonlyArray<unknown>) =>

@@ -8,7 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { CatalogWatch, makeCatalogCache } from "./CatalogWatch.ts"
 import type { RequestContext } from "./RequestContext.ts"
-import { executePipelined, StatementConnections } from "./StatementConnections.ts"
+import { callPipelined, StatementConnections } from "./StatementConnections.ts"
 
 /** Spec §2.5; the shapes inside are those of sys.introspect() (README.md, "Introspection"). */
 export interface IntrospectionResult {
@@ -35,12 +35,8 @@ export class Introspection extends Context.Service<Introspection, {
     const connections = yield* Effect.context<StatementConnections | SqlClient.SqlClient>()
     const watch = yield* CatalogWatch
     const cache = makeCatalogCache<string, Schema>(watch, MAX_CACHED)
-    /** The value of `SELECT <call> AS value` as the caller. */
     const valueOf = <A>(context: RequestContext, call: string) =>
-      executePipelined(context, `SELECT ${call} AS value`).pipe(
-        Effect.map((result) => result.rows[0]!["value"] as A),
-        Effect.provideContext(connections)
-      )
+      callPipelined(context, call).pipe(Effect.map((value) => value as A), Effect.provideContext(connections))
 
     const schema = Effect.fn("Introspection.schema")(function*(context: RequestContext) {
       const key = `${context.role}:${context.app?.id ?? ""}`

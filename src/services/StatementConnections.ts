@@ -90,6 +90,10 @@ const inOneRoundTrip = (context: RequestContext, statements: ReadonlyArray<State
 export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
   Effect.map(inOneRoundTrip(context, [[text, params]]), ([result]) => result!)
 
+/** The value of `call` (one function call, `sys.introspect()`) as `context`, in one round trip. */
+export const callPipelined = (context: RequestContext, call: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.map(executePipelined(context, `SELECT ${call} AS value`, params), (result): unknown => result.rows[0]?.["value"] ?? null)
+
 /** statement_timeout (or a cancel): the statement would only run out of time again. */
 const QUERY_CANCELED = "57014"
 
