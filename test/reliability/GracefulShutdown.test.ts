@@ -7,6 +7,7 @@ import { inviteAsDatabaseAdmin, verify } from "../support/auth.ts"
 import { runPlinth } from "../support/cli.ts"
 import { createTestDatabase, sleepingStatements, type TestDatabase } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
+import { eventually } from "../sql/fixtures.ts"
 
 let db: TestDatabase
 beforeAll(async () => {
@@ -58,8 +59,7 @@ describe("SIGTERM under load (plinth serve main)", () => {
       const { token } = await verify(base, await inviteAsDatabaseAdmin(db, "long@plinth.test", "member"))
       const sleeping = () => sleepingStatements(db.adminUrl)
       const long = sqlAs(base, token, "SELECT true AS slept FROM pg_sleep(40)")
-      for (let i = 0; i < 50 && (await sleeping()) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100))
-      expect(await sleeping()).toBe(1)
+      expect(await eventually(async () => (await sleeping()) === 1, 5_000, 100)).toBe(true)
       const stopping = Date.now()
       plinth.child.kill("SIGTERM")
       expect(await plinth.exited).toBe(0)
@@ -68,8 +68,7 @@ describe("SIGTERM under load (plinth serve main)", () => {
       // Cut off at the bound, it still gets an answer: 503, not a dropped connection.
       expect(await long).toEqual({ status: 503, body: { error: "service unavailable" } })
       // Cancelled before the exit: it ends at once, not in 40 s.
-      for (let i = 0; i < 20 && (await sleeping()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100))
-      expect(await sleeping()).toBe(0)
+      expect(await eventually(async () => (await sleeping()) === 0, 2_000, 100)).toBe(true)
     } finally {
       plinth.child.kill("SIGKILL")
     }

@@ -177,7 +177,6 @@ describe("other classes", () => {
     expect(after.body).toEqual({ rows: [{ one: 1 }], rowCount: 1 })
   })
 
-
   /** Sends `statement` (which sleeps 50 s) to a service with a 60 s timeout, and goes away once it runs. */
   const abandon = async (statement: string) => {
     const patient = await startService("main", stack.db.mainUrl, { ...stack.env, SQL_TIMEOUT: "60s" })
