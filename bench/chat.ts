@@ -16,9 +16,8 @@ import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { TOOLS } from "../src/services/ChatTools.ts"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
-import { SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
 import { type RecordedRequest, type ScriptedTurn, startFakeAnthropic } from "../test/support/FakeAnthropic.ts"
-import { signIn, startBenchStack, summarize } from "./support.ts"
+import { rawTransaction, signIn, startBenchStack, summarize } from "./support.ts"
 
 // 100 turns: with fewer, the p99 is just the slowest turn.
 const TURNS = Number(process.env.BENCH_CHAT_TURNS ?? 100)
@@ -92,7 +91,7 @@ export const run = async () => {
       for (;;) {
         const uses = await rawModelCall(messages)
         if (uses.length === 0) break
-        const rows = await Effect.runPromise(sql.withTransaction(Effect.andThen(sql.unsafe(SETTINGS_STATEMENT, settingsOf({ role: "owner", userId, readOnly: true })), sql.unsafe(SELECT))))
+        const rows = await Effect.runPromise(rawTransaction(sql, { role: "owner", userId, readOnly: true }, SELECT))
         messages.push({ role: "assistant", content: uses })
         messages.push({ role: "user", content: uses.map((use) => ({ type: "tool_result" as const, tool_use_id: (use as { id: string }).id, content: JSON.stringify(rows) })) })
       }

@@ -9,8 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
-import { SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
-import { type BenchStack, runLoad, signIn, startBenchStack } from "./support.ts"
+import { type BenchStack, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const ROWS = 100_000
 const USERS = 100
@@ -72,8 +71,7 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scena
     const oneRequest = Effect.suspend(() => {
       const user = users[Math.floor(Math.random() * users.length)]!
       const row = user.rows[Math.floor(Math.random() * 50)]!
-      // What a hand-written server on the driver would send: no deadline, no pipelining.
-      return sql.withTransaction(Effect.andThen(sql.unsafe(SETTINGS_STATEMENT, settingsOf({ role: "member", userId: user.id })), sql.unsafe(text, [String(row)])))
+      return rawTransaction(sql, { role: "member", userId: user.id }, text, [String(row)])
     })
     const loop = (until: number, samples: Array<number>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
       Effect.suspend(() => {

@@ -16,6 +16,7 @@ import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords, withDatab
 import { startEmbeddedPostgres } from "../src/layers/EmbeddedPostgres.ts"
 import { chatService, mainService } from "../src/layers/Services.ts"
 import { PlinthConfig } from "../src/services/PlinthConfig.ts"
+import { type RequestContext, SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
 
 export const freePort = () =>
   new Promise<number>((resolve) => {
@@ -129,3 +130,10 @@ export const runLoad = (plan: LoadPlan) =>
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
     child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim()) as LoadResult) : reject(new Error(`load generator exited ${code}`))))
   })
+
+/**
+ * The raw baselines' transaction: what a hand-written server on the driver would send for a
+ * request (BEGIN; the settings statement; the statement; COMMIT), no deadline, no pipelining.
+ */
+export const rawTransaction = (sql: SqlClient.SqlClient, context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
+  sql.withTransaction(Effect.andThen(sql.unsafe(SETTINGS_STATEMENT, settingsOf(context)), sql.unsafe(text, params)))
