@@ -11,12 +11,13 @@ import type { SqlClient } from "effect/sql"
 import type { TenantActor } from "../actors/TenantActor.ts"
 import type { TenantsExhausted, TenantUnavailable, UnknownTenant } from "../actors/Tenants.ts"
 import type { AppRegistry } from "../services/AppRegistry.ts"
+import type { CatalogWatch } from "../services/CatalogWatch.ts"
 import type { Introspection } from "../services/Introspection.ts"
 import type { StatementConnections } from "../services/StatementConnections.ts"
 import { TENANT_NAME } from "../services/TenantName.ts"
 
 /** Everything that is per tenant. */
-export type TenantServices = TenantActor | AppRegistry | Introspection | SqlClient.SqlClient | PgClient.PgClient | StatementConnections
+export type TenantServices = TenantActor | AppRegistry | CatalogWatch | Introspection | SqlClient.SqlClient | PgClient.PgClient | StatementConnections
 
 export class TenantSource extends Context.Service<TenantSource, {
   /** The process's own services (single tenant; the control database in multi-tenant mode). */

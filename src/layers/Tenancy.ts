@@ -34,7 +34,7 @@ export const tenantServices = (name: string, databaseUrl: string, onStart: Tenan
       Introspection.layer,
       Layer.effectDiscard(onStart)
     ).pipe(
-      Layer.provide(CatalogWatch.layer),
+      Layer.provideMerge(CatalogWatch.layer),
       Layer.provideMerge(pool(databaseUrl)),
       // Opened lazily: a service that runs no caller statements (chat) never connects it.
       Layer.provideMerge(StatementConnections.layer(databaseUrl, POOL_SIZE))

@@ -12,6 +12,11 @@ export const CATALOG_CHANNEL = "plinth_catalog"
 export class CatalogWatch extends Context.Service<CatalogWatch, {
   /** The current generation, or undefined while changes cannot be heard. */
   readonly generation: () => number | undefined
+  /**
+   * This process changed the catalog: its own notification arrives a moment later, and a read
+   * before then must not be answered from the cache.
+   */
+  readonly changed: () => void
 }>()("plinth/CatalogWatch") {
   static readonly layer = Layer.effect(CatalogWatch, Effect.gen(function*() {
     const pg = yield* PgClient.PgClient
@@ -30,7 +35,12 @@ export class CatalogWatch extends Context.Service<CatalogWatch, {
       Effect.retry(Schedule.spaced("1 second"))
     )
     yield* Effect.forkScoped(follow)
-    return CatalogWatch.of({ generation: () => (live ? generation : undefined) })
+    return CatalogWatch.of({
+      generation: () => (live ? generation : undefined),
+      changed: () => {
+        generation++
+      }
+    })
   }))
 }
 
