@@ -23,7 +23,7 @@ import {
   TooManyRequests,
   Unauthorized
 } from "./Errors.ts"
-import { MainApi } from "./MainApi.ts"
+import { ServedApi } from "./MainApi.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 
 /** The edge proxy's client-address header when present (first hop), else the socket's address. */
@@ -45,7 +45,7 @@ const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInU
   return { token, user }
 })
 
-export const AuthHandlers = HttpApiBuilder.group(MainApi, "auth", Effect.fn(function*(handlers) {
+export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(function*(handlers) {
   const config = yield* PlinthConfig
   const limiter = yield* RateLimiter
   const challenge = yield* Challenge
@@ -94,7 +94,7 @@ export const AuthHandlers = HttpApiBuilder.group(MainApi, "auth", Effect.fn(func
       }).pipe(databaseUnavailable))
 }))
 
-export const AccountHandlers = HttpApiBuilder.group(MainApi, "account", Effect.fn(function*(handlers) {
+export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect.fn(function*(handlers) {
   const tokens = yield* AccessTokens
   const mailer = yield* Mailer
 

@@ -1,4 +1,7 @@
-/** The data plane of spec §4.4–4.5: POST /sql and POST /function/:name (definitions only). */
+/**
+ * The data plane of spec §4.4–4.5: POST /sql and POST /function/:name. Served by plain routes
+ * (DataRoutes.ts), which decode these payloads; defined here for /openapi.json.
+ */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
@@ -9,7 +12,12 @@ import { isShallowJson } from "./Validation.ts"
 export const MAX_SQL_LENGTH = 100_000
 export const MAX_PARAMS = 1_000
 
-const Params = Schema.Array(Schema.Unknown).pipe(Schema.check(Schema.isMaxLength(MAX_PARAMS), isShallowJson))
+export const Params = Schema.Array(Schema.Unknown).pipe(Schema.check(Schema.isMaxLength(MAX_PARAMS), isShallowJson))
+
+export const SqlPayload = Schema.Struct({
+  sql: Schema.String.pipe(Schema.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_SQL_LENGTH))),
+  params: Schema.optionalKey(Params)
+})
 
 export const SqlResultBody = Schema.Struct({
   rows: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)),
@@ -18,10 +26,7 @@ export const SqlResultBody = Schema.Struct({
 
 export class DataApi extends HttpApiGroup.make("data")
   .add(HttpApiEndpoint.post("sql", "/sql", {
-    payload: Schema.Struct({
-      sql: Schema.String.pipe(Schema.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_SQL_LENGTH))),
-      params: Schema.optionalKey(Params)
-    }),
+    payload: SqlPayload,
     success: SqlResultBody,
     // Database errors answer for themselves (DatabaseFailure): the §7 status and shape 2.
     error: [BadRequest, Forbidden, Unavailable]

@@ -33,6 +33,9 @@ export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(PlainFields,
 export class NotFound extends Schema.Error<NotFound>("NotFound")(PlainFields, { httpApiStatus: 404 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(404, this.error)) }
 }
+export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(PlainFields, { httpApiStatus: 415 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(415, this.error)) }
+}
 export class Conflict extends Schema.Error<Conflict>("Conflict")(PlainFields, { httpApiStatus: 409 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(409, this.error)) }
 }

@@ -4,10 +4,10 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Introspection } from "../services/Introspection.ts"
 import { CurrentPrincipal } from "./Authentication.ts"
 import { databaseUnavailable } from "./Errors.ts"
-import { MainApi } from "./MainApi.ts"
+import { ServedApi } from "./MainApi.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
 
-export const IntrospectionHandlers = HttpApiBuilder.group(MainApi, "introspection", (handlers) =>
+export const IntrospectionHandlers = HttpApiBuilder.group(ServedApi, "introspection", (handlers) =>
   handlers.handle("introspect", ({ request }) =>
     Effect.gen(function*() {
       const context = yield* resolveRequestContext(yield* CurrentPrincipal, request)

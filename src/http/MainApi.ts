@@ -1,4 +1,4 @@
-/** The main service's HTTP API (spec §4.1); `/openapi.json` documents it. */
+/** The main service's HTTP API (spec §4.1). */
 import { HttpApi } from "effect/http-api"
 import { AccountApi, AuthApi } from "./AuthApi.ts"
 import { DataApi } from "./DataApi.ts"
@@ -6,4 +6,8 @@ import { IntrospectionApi } from "./IntrospectionApi.ts"
 import { SystemApi } from "./SystemApi.ts"
 import { ValidationErrors } from "./Validation.ts"
 
-export class MainApi extends HttpApi.make("plinth").add(SystemApi).add(AuthApi).add(AccountApi).add(DataApi).add(IntrospectionApi).middleware(ValidationErrors) {}
+/** What HttpApi serves: everything but the data plane, which plain routes serve (DataRoutes.ts). */
+export class ServedApi extends HttpApi.make("plinth").add(SystemApi).add(AuthApi).add(AccountApi).add(IntrospectionApi).middleware(ValidationErrors) {}
+
+/** What `/openapi.json` documents: every endpoint. */
+export class MainApi extends ServedApi.add(DataApi) {}

@@ -1,21 +1,27 @@
-/** The main service's routes: the HttpApi handlers and `/openapi.json`. */
-import { Layer } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+/** The main service's routes: the HttpApi handlers, the plain routes and `/openapi.json`. */
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
-import { DataHandlers, InvalidFunctionNameRoute } from "./DataRoutes.ts"
+import { DataRoutes } from "./DataRoutes.ts"
 import { EventsRoute } from "./EventsRoutes.ts"
 import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
-import { MainApi } from "./MainApi.ts"
+import { MainApi, ServedApi } from "./MainApi.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
 
-const SystemHandlers = HttpApiBuilder.group(MainApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
+const SystemHandlers = HttpApiBuilder.group(ServedApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
-const ApiRoutes = HttpApiBuilder.layer(MainApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, DataHandlers, IntrospectionHandlers]),
+const ApiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
+  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, IntrospectionHandlers]),
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 
-/** The HttpApi routes plus GET /events, which streams and so is a plain router route. */
-export const MainRoutes = Layer.mergeAll(ApiRoutes, EventsRoute, InvalidFunctionNameRoute)
+const OpenApiRoute = Layer.unwrap(Effect.sync(() => {
+  const document = HttpServerResponse.jsonUnsafe(OpenApi.fromApi(MainApi))
+  return HttpRouter.add("GET", "/openapi.json", Effect.succeed(document))
+}))
+
+/** The HttpApi routes, plus GET /events (it streams) and the data plane as plain router routes. */
+export const MainRoutes = Layer.mergeAll(ApiRoutes, OpenApiRoute, EventsRoute, DataRoutes)

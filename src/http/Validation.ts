@@ -1,11 +1,11 @@
 /**
- * Request-decoding failures of HttpApi endpoints as `400 { "error": "<what is wrong>" }`,
- * never the framework's empty 400.
+ * Request-decoding failures as `400 { "error": "<what is wrong>" }`, never the framework's empty
+ * 400: those of HttpApi endpoints, and the JSON bodies of the plain routes, answered alike.
  */
 import { Effect, Schema, SchemaIssue } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { type HttpServerError, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
-import { BadRequest } from "./Errors.ts"
+import { BadRequest, UnsupportedMediaType } from "./Errors.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -30,6 +30,32 @@ export const ValidationErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(
       ? HttpServerResponse.jsonUnsafe({ error: "internal server error" }, { status: 500 })
       : HttpServerResponse.jsonUnsafe({ error: `invalid ${kindLabel[error.kind]}: ${issuesLine(error.cause)}` }, { status: 400 })
   ))
+
+/**
+ * The JSON body of a plain route, as HttpApi decodes an endpoint's payload (so both kinds of
+ * route answer alike): a media type other than JSON is a 415 (none counts as JSON), then JSON
+ * that does not parse or does not match `schema` is a 400 naming what is wrong, and an empty body
+ * is decoded as `undefined`. A body over the limit fails as the platform's 413.
+ */
+export const jsonBody = <S extends Schema.Top>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(schema)
+  const invalid = (error: Schema.SchemaError) => new BadRequest({ error: `invalid body: ${issuesLine(error)}` })
+  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<S["Type"], BadRequest | UnsupportedMediaType | HttpServerError.HttpServerError, S["DecodingServices"]> => {
+    const mediaType = mediaTypeOf(request.headers["content-type"] ?? "application/json")
+    if (mediaType !== "application/json") return Effect.fail(new UnsupportedMediaType({ error: `Unsupported content-type: ${mediaType}` }))
+    return Effect.flatMap(request.text, (text) => {
+      let json: unknown
+      try {
+        json = text === "" ? undefined : JSON.parse(text)
+      } catch {
+        return Effect.fail(new BadRequest({ error: "invalid body: body: Expected a valid JSON body" }))
+      }
+      return Effect.mapError(decode(json), invalid)
+    })
+  }
+}
+
+const mediaTypeOf = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
 
 /** How deep request JSON may nest: deeper values are not data anyone means to send. */
 export const MAX_JSON_DEPTH = 64
