@@ -11,8 +11,8 @@ import { Sse } from "effect/encoding"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type PageEvent, type Subscriber, TenantActor } from "../actors/TenantActor.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
-import { checkTenant } from "./Authentication.ts"
-import { TooManyRequests, Unauthorized } from "./Errors.ts"
+import { authenticate, bearerCredential } from "./Authentication.ts"
+import { TooManyRequests } from "./Errors.ts"
 
 const encoder = new TextEncoder()
 const encodeText = (text: string) => encoder.encode(text)
@@ -77,21 +77,15 @@ export const eventStreamBody = (response?: DirectResponse): { readonly body: Rea
   }
 }
 
-const bearerToken = (request: HttpServerRequest.HttpServerRequest): string => {
-  const header = request.headers["authorization"]
-  if (header !== undefined && header.toLowerCase().startsWith("bearer ")) return header.slice(7).trim()
-  const query = new URL(request.url, "http://localhost").searchParams.get("token")
-  return query ?? ""
-}
+/** The header's token, else `?token=` (EventSource cannot set headers). */
+const bearerToken = (request: HttpServerRequest.HttpServerRequest): string =>
+  bearerCredential(request.headers.authorization) || (new URL(request.url, "http://localhost").searchParams.get("token") ?? "")
 
 export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const tokens = yield* AccessTokens
   const tenant = yield* TenantActor
-  const principal = yield* tokens.verify(bearerToken(request)).pipe(
-    Effect.mapError((error) => new Unauthorized({ error: error.reason }))
-  )
-  yield* checkTenant(principal)
+  const principal = yield* authenticate(tokens, bearerToken(request))
   const { body, subscriber } = eventStreamBody(NodeHttpServerRequest.toServerResponse(request))
   // Attach before answering: a client that has seen `: connected` misses nothing after it.
   yield* tenant.attach(principal.userId, subscriber).pipe(

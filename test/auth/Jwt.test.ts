@@ -56,7 +56,10 @@ const endpoints = {
   "POST /auth/set-password": (headers: Record<string, string>) =>
     post(base, "/auth/set-password", { password: "a perfectly fine password" }, { headers }),
   "POST /admin/invite": (headers: Record<string, string>) =>
-    post(base, "/admin/invite", { email: freshEmail("invitee"), role: "staff" }, { headers })
+    post(base, "/admin/invite", { email: freshEmail("invitee"), role: "staff" }, { headers }),
+  // Plain router routes (DataRoutes.ts), authenticated by the same function as HttpApi's.
+  "POST /sql": (headers: Record<string, string>) => post(base, "/sql", { sql: "SELECT 1 AS one" }, { headers }),
+  "POST /function/now": (headers: Record<string, string>) => post(base, "/function/now", [], { headers })
 } as const
 type EndpointName = keyof typeof endpoints
 
@@ -158,6 +161,13 @@ describe("the bearer middleware accepts", () => {
     })
     expect(response.status).toBe(200)
     expect(response.body).toEqual({ ok: true, token: expect.any(String) })
+  })
+
+  it.each(["bearer", "BEARER", "Bearer  "])("the scheme written %j (case-insensitive, more than one space), on HttpApi and plain routes", async (scheme) => {
+    const user = await signedIn(stack, freshEmail("scheme"), "member")
+    const headers = { authorization: `${scheme} ${user.token}` }
+    expect((await post(base, "/auth/set-password", { password: "a perfectly fine password" }, { headers })).status).toBe(200)
+    expect(await post(base, "/sql", { sql: "SELECT 1 AS one" }, { headers })).toMatchObject({ status: 200, body: { rows: [{ one: 1 }] } })
   })
 
   it("the token verify issued", async () => {
