@@ -38,15 +38,18 @@ const plainError = (status: number, error: string) => HttpServerResponse.jsonUns
 export const TenantSelection = HttpRouter.middleware<{ provides: TenantServices }>()(
   Effect.gen(function*() {
     const source = yield* TenantSource
+    const tenant = source.tenant
+    // Single-tenant mode: every request is the process's (nothing to look at per request).
+    if (Option.isNone(tenant)) return (app) => Effect.provideContext(app, source.process)
     return (app) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const path = request.url.split("?")[0] ?? "/"
-        if (Option.isNone(source.tenant) || PROCESS_PATHS.has(path)) return yield* Effect.provideContext(app, source.process)
+        if (PROCESS_PATHS.has(path)) return yield* Effect.provideContext(app, source.process)
         const name = request.headers["x-tenant"]
         if (name === undefined || name === "") return plainError(400, "X-Tenant is required")
         if (!TENANT_NAME.test(name)) return plainError(400, "invalid X-Tenant")
-        const context = yield* source.tenant.value(name).pipe(Effect.result)
+        const context = yield* tenant.value(name).pipe(Effect.result)
         if (context._tag === "Failure") {
           switch (context.failure._tag) {
             case "UnknownTenant":
