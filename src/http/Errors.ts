@@ -36,6 +36,9 @@ export class NotFound extends Schema.Error<NotFound>("NotFound")(PlainFields, { 
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(PlainFields, { httpApiStatus: 415 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(415, this.error)) }
 }
+export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({}, { httpApiStatus: 413 }) {
+  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(413, statusMessage(413))) }
+}
 export class Conflict extends Schema.Error<Conflict>("Conflict")(PlainFields, { httpApiStatus: 409 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(409, this.error)) }
 }

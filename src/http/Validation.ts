@@ -2,10 +2,13 @@
  * Request-decoding failures as `400 { "error": "<what is wrong>" }`, never the framework's empty
  * 400: those of HttpApi endpoints, and the JSON bodies of the plain routes, answered alike.
  */
-import { Effect, Schema, SchemaIssue } from "effect"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { ByteSize, Effect, Schema, SchemaIssue } from "effect"
 import { type HttpServerError, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
-import { BadRequest, UnsupportedMediaType } from "./Errors.ts"
+import { IncomingMessage } from "node:http"
+import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "./Errors.ts"
+import { MAX_BODY_SIZE } from "./HttpServerLive.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -40,10 +43,12 @@ export const ValidationErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(
 export const jsonBody = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(schema)
   const invalid = (error: Schema.SchemaError) => new BadRequest({ error: `invalid body: ${issuesLine(error)}` })
-  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<S["Type"], BadRequest | UnsupportedMediaType | HttpServerError.HttpServerError, S["DecodingServices"]> => {
+  return (
+    request: HttpServerRequest.HttpServerRequest
+  ): Effect.Effect<S["Type"], BadRequest | UnsupportedMediaType | PayloadTooLarge | HttpServerError.HttpServerError, S["DecodingServices"]> => {
     const mediaType = mediaTypeOf(request.headers["content-type"] ?? "application/json")
     if (mediaType !== "application/json") return Effect.fail(new UnsupportedMediaType({ error: `Unsupported content-type: ${mediaType}` }))
-    return Effect.flatMap(request.text, (text) => {
+    return Effect.flatMap(bodyText(request), (text) => {
       let json: unknown
       try {
         json = text === "" ? undefined : JSON.parse(text)
@@ -56,6 +61,50 @@ export const jsonBody = <S extends Schema.Top>(schema: S) => {
 }
 
 const mediaTypeOf = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
+
+const MAX_BODY_BYTES = ByteSize.toNumberUnsafe(MAX_BODY_SIZE)
+const utf8 = new TextDecoder()
+
+/**
+ * The body as text (decoded as the platform decodes it), read straight from Node's request: the
+ * platform's reader, with its end-of-stream tracking, cost ~14 µs more a request (measured), and
+ * every data-plane request has a body. A request waiting for `100 Continue` is left to the
+ * platform, which sends it. Past MAX_BODY_SIZE reading stops with 413; the platform then closes
+ * the connection after the answer, as after its own reader's 413.
+ */
+const bodyText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, PayloadTooLarge | BadRequest | HttpServerError.HttpServerError> => {
+  const source = NodeHttpServerRequest.toIncomingMessage(request)
+  if (!(source instanceof IncomingMessage) || source.headers.expect !== undefined) return request.text
+  if (Number(source.headers["content-length"]) > MAX_BODY_BYTES) return Effect.fail(new PayloadTooLarge())
+  return Effect.callback((resume) => {
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const stop = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onBroken)
+      source.off("close", onBroken)
+    }
+    const finish = (outcome: Effect.Effect<string, PayloadTooLarge | BadRequest>) => {
+      stop()
+      resume(outcome)
+    }
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes <= MAX_BODY_BYTES) return chunks.push(chunk)
+      source.pause()
+      finish(Effect.fail(new PayloadTooLarge()))
+    }
+    const onEnd = () => finish(Effect.succeed(utf8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))))
+    // The client went away mid-body: nobody reads the answer, but the request must still end.
+    const onBroken = () => finish(Effect.fail(new BadRequest({ error: "the request body could not be read" })))
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onBroken)
+    source.on("close", onBroken)
+    return Effect.sync(stop)
+  })
+}
 
 /** How deep request JSON may nest: deeper values are not data anyone means to send. */
 export const MAX_JSON_DEPTH = 64

@@ -3,6 +3,7 @@
  * every JSON kind, the request's bounds and validation (plain `{error: string}`), and the
  * response size limit (SQL_MAX_RESPONSE_BYTES).
  */
+import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { BUSINESS_FIXTURES, ddl, type PlainErrorBody, type SqlResult, sqlRequest } from "./fixtures.ts"
@@ -219,6 +220,81 @@ describe("request validation: 400 with a plain {error: string}", () => {
   it("without a token the answer is 401 {error}", async () => {
     const response = await post(base, "/sql", { sql: "SELECT 1" })
     expectPlainError(response, 401)
+  })
+})
+
+/** One POST /sql over node:http, the body written as `write` does; the status and the body. */
+const rawPost = (headers: Record<string, string>, write: (request: ReturnType<typeof httpRequest>) => void) =>
+  new Promise<{ status: number; body: unknown; connection: string | undefined }>((resolve, reject) => {
+    const request = httpRequest(`${base}/sql`, { method: "POST", headers: { authorization: `Bearer ${member.token}`, "content-type": "application/json", ...headers } }, (response) => {
+      let text = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (text += chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text), connection: response.headers.connection }))
+    })
+    request.on("error", reject)
+    write(request)
+  })
+
+describe("the request body (read straight from Node's request)", () => {
+  const body = JSON.stringify({ sql: "SELECT 1 AS one" })
+
+  it("sent in chunks (no Content-Length) it is read whole", async () => {
+    const response = await rawPost({}, (request) => {
+      for (const piece of body.match(/.{1,4}/g)!) request.write(piece)
+      request.end()
+    })
+    expect(response).toMatchObject({ status: 200, body: { rows: [{ one: 1 }] } })
+  })
+
+  it("chunked past 1 MiB it is 413 {error}, and the connection is closed", async () => {
+    const response = await rawPost({}, (request) => {
+      request.on("error", () => {}) // the server may close while we still write
+      for (let i = 0; i < 20; i++) request.write("x".repeat(64 * 1024))
+      request.end()
+    })
+    expectPlainError(response, 413)
+  })
+
+  it("a Content-Length past 1 MiB is 413 {error} before the body is read", async () => {
+    const response = await rawPost({ "content-length": String(2 * 1024 * 1024) }, (request) => {
+      request.on("error", () => {})
+      request.write("{")
+    })
+    expectPlainError(response, 413)
+    expect(response.connection).toBe("close")
+  })
+
+  it("a UTF-8 byte order mark is not part of the text, and multi-byte characters split across chunks survive", async () => {
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ sql: "SELECT $1::text AS t", params: ["ü€😀"] }))])
+    const response = await rawPost({}, (request) => {
+      for (let at = 0; at < bytes.length; at += 3) request.write(bytes.subarray(at, at + 3))
+      request.end()
+    })
+    expect(response).toMatchObject({ status: 200, body: { rows: [{ t: "ü€😀" }] } })
+  })
+
+  it("Expect: 100-continue is answered, then the body is read", async () => {
+    const response = await rawPost({ expect: "100-continue", "content-length": String(Buffer.byteLength(body)) }, (request) => {
+      request.on("continue", () => request.end(body))
+    })
+    expect(response).toMatchObject({ status: 200, body: { rows: [{ one: 1 }] } })
+  })
+
+  it("a client that goes away mid-body leaves the server answering others", async () => {
+    await new Promise<void>((resolve) => {
+      const request = httpRequest(`${base}/sql`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${member.token}`, "content-type": "application/json", "content-length": "1000" }
+      })
+      request.on("error", () => resolve())
+      request.write("{\"sql\": \"SELE")
+      setTimeout(() => {
+        request.destroy()
+        resolve()
+      }, 100)
+    })
+    expect(await run("SELECT 1 AS one")).toMatchObject({ status: 200, body: { rows: [{ one: 1 }] } })
   })
 })
 
