@@ -50,6 +50,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   const tokens = yield* AccessTokens
   const sqlBody = jsonBody(SqlPayload)
   const functionBody = jsonBody(Params)
+  const caller = (request: HttpServerRequest.HttpServerRequest) => authenticate(tokens, bearerCredential(request.headers.authorization))
 
   /** The route's answer; database failures as responses with their own §7 status. */
   const answer = <R>(
@@ -74,7 +75,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
 
   const sql = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const principal = yield* authenticate(tokens, bearerCredential(request.headers.authorization))
+    const principal = yield* caller(request)
     const payload = yield* sqlBody(request)
     return yield* answer(Effect.gen(function*() {
       const statement = yield* guard.check(payload.sql).pipe(
@@ -94,7 +95,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   // broken %-escape or an empty name must still be "invalid function name", not a 404.
   const call = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const principal = yield* authenticate(tokens, bearerCredential(request.headers.authorization))
+    const principal = yield* caller(request)
     const args = yield* functionBody(request)
     const match = FUNCTION_NAME.exec(functionName(request))
     if (match === null) return yield* new BadRequest({ error: "invalid function name" })
