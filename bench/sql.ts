@@ -28,6 +28,16 @@ interface Measure {
   readonly rps: number
   readonly p50: number
   readonly p99: number
+  /** CPU time (user + system) of this process per request or transaction, warm-up included. */
+  readonly cpuMicros: number
+}
+
+/** `work`'s result, with this process's CPU time over it divided by `count` of what it returns. */
+const withCpu = async <A extends Omit<Measure, "cpuMicros">>(work: () => Promise<A>, count: (a: A) => number): Promise<A & { cpuMicros: number }> => {
+  const before = process.cpuUsage()
+  const result = await work()
+  const used = process.cpuUsage(before)
+  return { ...result, cpuMicros: (used.user + used.system) / count(result) }
 }
 
 export const setup = async (stack: BenchStack): Promise<ReadonlyArray<User>> => {
@@ -58,14 +68,18 @@ const statement = (scenario: Scenario) =>
 export const httpRound = async (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
   const requests = users.flatMap((user) =>
     user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
-  const result = await runLoad({ url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests })
+  // Only Plinth runs in this process meanwhile (the load is another process).
+  const result = await withCpu(
+    () => runLoad({ url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
+    (load) => load.answered
+  )
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`)
   return result
 }
 
 /** The same transaction as a request's, 32 fibers at a time, for the same duration. */
 const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario) =>
-  Effect.runPromise(Effect.gen(function*() {
+  withCpu(() => Effect.runPromise(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const text = statement(scenario)
     const oneRequest = Effect.suspend(() => {
@@ -92,14 +106,15 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scena
     return {
       rps: samples.length / seconds,
       p50: samples[Math.floor(samples.length * 0.5)] ?? Number.NaN,
-      p99: samples[Math.floor(samples.length * 0.99)] ?? Number.NaN
-    } satisfies Measure
+      p99: samples[Math.floor(samples.length * 0.99)] ?? Number.NaN,
+      transactions: warm.length + samples.length
+    }
   }).pipe(Effect.provide(PgClient.layer({
     url: Redacted.make(stack.mainUrl),
     maxConnections: CONNECTIONS,
     types: makeJsonColumnTypes(),
     idleTimeout: Duration.seconds(30)
-  }))))
+  })))), (measure) => measure.transactions)
 
 const stats = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -125,21 +140,27 @@ export const run = async () => {
       const r = stats(raw.map((m) => m.rps))
       const ratio = stats(ratios)
       const p99 = stats(http.map((m) => m.p99))
+      const cpu = { plinth: stats(http.map((m) => m.cpuMicros)).median, raw: stats(raw.map((m) => m.cpuMicros)).median }
       const target = scenario === "read" ? { ratio: 0.75, p99: 25 } : { ratio: 0.6, p99: 30 }
       lines.push(
         `| sql-${scenario} | ${fmt(h.min)} / ${fmt(h.median)} / ${fmt(h.max)} | ${fmt(r.min)} / ${fmt(r.median)} / ${fmt(r.max)} | ` +
-          `${fmt(ratio.min, 2)} / **${fmt(ratio.median, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.median, 1)} | ≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms | ` +
+          `${fmt(ratio.min, 2)} / **${fmt(ratio.median, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.median, 1)} | ${fmt(cpu.plinth)} / ${fmt(cpu.raw)} | ` +
+          `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms | ` +
           `${ratio.median >= target.ratio && p99.median <= target.p99 ? "met" : "not met"} |`
       )
     }
     return [
       `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} interleaved rounds (min / median / max)`,
       "",
-      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | target | |",
-      "| --- | --- | --- | --- | --- | --- | --- |",
+      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | CPU µs per request / per tx | target | |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- |",
       ...lines,
       "",
-      "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only."
+      "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only. " +
+        "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own. " +
+        "CPU µs (medians): the user and system time of the process running Plinth (per request, warm-up included) and of the raw loop " +
+        "(per transaction), PostgreSQL and the load generator not counted. Plinth's main process is one thread, so at N µs a request " +
+        "it answers at most 1,000,000 / N per second; PostgreSQL and the load generator share the other core."
     ].join("\n")
   } finally {
     await stack.close()

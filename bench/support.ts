@@ -113,6 +113,8 @@ export interface LoadPlan {
 }
 
 export interface LoadResult {
+  /** Requests answered over the whole run, warm-up included. */
+  readonly answered: number
   readonly rps: number
   readonly p50: number
   readonly p99: number
