@@ -117,7 +117,7 @@ try {
     gc()
     const memory = process.memoryUsage()
     slices.push({ rps: load.rps, p99: load.p99, failed: load.non2xx + load.errors, rss: memory.rss, heap: memory.heapUsed, changesSeen: sse.seen() })
-    console.error(`slice ${i + 1}/${count}: ${load.rps.toFixed(0)} req/s, p99 ${load.p99} ms, failed ${load.non2xx + load.errors}, RSS ${mib(memory.rss)} MiB, heap ${mib(memory.heapUsed)} MiB`)
+    console.error(`slice ${i + 1}/${count}: ${load.rps.toFixed(0)} req/s, p99 ${load.p99.toFixed(1)} ms, failed ${load.non2xx + load.errors}, RSS ${mib(memory.rss)} MiB, heap ${mib(memory.heapUsed)} MiB`)
   }
   const base = slices[WARMUP_SLICES - 1]!
   const last = slices.at(-1)!
@@ -147,7 +147,7 @@ try {
     `| heap used after warm-up → end | ${mib(base.heap)} → ${mib(last.heap)} MiB (${(heapGrowth * 100).toFixed(1)} %) | | |`,
     `| event streams connected at the end | ${streamsAlive ? STREAMS : "lost"} of ${STREAMS} | all | ${streamsAlive ? "met" : "not met"} |`,
     `| page changes received by every stream | ${last.changesSeen} of ${count} | all | ${last.changesSeen === count ? "met" : "not met"} |`,
-    `| p99 latency per slice (min / max) | ${Math.min(...slices.map((s) => s.p99))} / ${Math.max(...slices.map((s) => s.p99))} ms | | |`,
+    `| p99 latency per slice (min / max) | ${Math.min(...slices.map((s) => s.p99)).toFixed(1)} / ${Math.max(...slices.map((s) => s.p99)).toFixed(1)} ms | | |`,
     `| fuzz (${FUZZ_RUNS} bodies per JSON endpoint) and \`/continue\` races (${RACE_RUNS} over two chat instances) | ${properties.summary} | all pass | ${properties.passed ? "met" : "not met"} |`,
     "",
     pass ? "Result: **pass**." : "Result: **fail**.",
