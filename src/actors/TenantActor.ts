@@ -1,9 +1,10 @@
 /**
  * One tenant's live side: a dedicated LISTEN connection on `page_change`, fanned out to every
  * subscriber (the SSE streams of GET /events). One fiber owns the connection and the subscriber
- * set; publishing hands each subscriber the event without waiting, and a subscriber that cannot
- * take it (its client stopped reading) is dropped (its stream ends and it reconnects) instead of
- * slowing anyone else down.
+ * set; publishing hands each subscriber the events without waiting (what arrived together as one
+ * publication, so a burst becomes one write per stream), and a subscriber that cannot take them
+ * (its client stopped reading) is dropped (its stream ends and it reconnects) instead of slowing
+ * anyone else down.
  *
  * When the LISTEN connection drops, the actor reconnects with backoff; once it listens again it
  * sends every subscriber `Resync`: events may have been missed, so clients refetch.
@@ -22,7 +23,9 @@ export type PageEvent =
   /** Nothing happened: keeps idle connections (and the proxies on their way) open. */
   | { readonly _tag: "Heartbeat" }
 
-const HEARTBEAT: PageEvent = { _tag: "Heartbeat" }
+/** Publications of one event each. */
+const HEARTBEAT: ReadonlyArray<PageEvent> = [{ _tag: "Heartbeat" }]
+const RESYNC: ReadonlyArray<PageEvent> = [{ _tag: "Resync" }]
 
 /**
  * Where one subscriber's events go. `offer` must not block: false means the subscriber cannot take
@@ -30,6 +33,11 @@ const HEARTBEAT: PageEvent = { _tag: "Heartbeat" }
  */
 export interface Subscriber {
   readonly offer: (event: PageEvent) => boolean
+  /**
+   * Called after each publication, one event or a burst of them (changes committed together
+   * arrive together): a subscriber may hold what it took until then and send it at once.
+   */
+  readonly flush?: () => void
   readonly end: () => void
 }
 
@@ -70,10 +78,19 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   const subscribers = new Set<Subscriber>()
   const streamsByUser = new Map<string, number>()
 
-  // Never blocks: a subscriber that cannot take the event is too slow, and it alone is let go.
-  const publish = (event: PageEvent) => {
+  // Never blocks: a subscriber that cannot take an event is too slow, and it alone is let go (with
+  // what it took before that event).
+  const publish = (events: ReadonlyArray<PageEvent>) => {
     for (const subscriber of subscribers) {
-      if (!subscriber.offer(event)) {
+      let tookAll = true
+      for (const event of events) {
+        if (!subscriber.offer(event)) {
+          tookAll = false
+          break
+        }
+      }
+      subscriber.flush?.()
+      if (!tookAll) {
         subscribers.delete(subscriber)
         subscriber.end()
       }
@@ -87,11 +104,12 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   const listenOnce = Effect.scoped(Effect.gen(function*() {
     const notifications = yield* pg.listen(PAGE_CHANNEL)
     retryDelay = RETRY_FIRST
-    if (connectedBefore) publish({ _tag: "Resync" })
+    if (connectedBefore) publish(RESYNC)
     connectedBefore = true
-    yield* Effect.forever(Effect.map(Queue.take(notifications), (notification) => {
-      const event = parsePageChange(notification.payload)
-      if (event !== undefined) publish(event)
+    // Everything that has arrived, at once: a burst goes to each stream as one write.
+    yield* Effect.forever(Effect.map(Queue.takeAll(notifications), (arrived) => {
+      const events = arrived.flatMap((notification) => parsePageChange(notification.payload) ?? [])
+      if (events.length > 0) publish(events)
     }))
   }))
   const listen = Effect.forever(

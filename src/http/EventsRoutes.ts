@@ -53,26 +53,42 @@ export interface DirectResponse {
  * stream (with ten thousand streams they were most of the memory and of a change's latency).
  * Node pipes the body to the socket. Once the head is sent and everything pushed before has gone
  * out, frames are written to `response` itself, skipping the body's flow (a tick and an event per
- * stream and frame); until then, and without a response, they are pushed in order. A stream that
- * holds MAX_BUFFERED_BYTES unsent is let go (it ends; the client reconnects and refetches).
+ * stream and frame), held until the actor's `flush`, so that a burst of events goes out in one
+ * write (measured: a burst of 20 changes to 10,000 streams took 2.6 s written one by one). Until
+ * then, and without a response, they are pushed in order. A stream that holds MAX_BUFFERED_BYTES
+ * unsent is let go (it ends; the client reconnects and refetches).
  */
 export const eventStreamBody = (response?: DirectResponse): { readonly body: Readable; readonly subscriber: Subscriber } => {
   const body = new Readable({ read() {} })
   body.push(CONNECTED)
+  const held: Array<Uint8Array> = []
+  let heldBytes = 0
+  const flush = () => {
+    if (held.length === 0) return
+    if (response !== undefined && !response.destroyed) response.write(held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes))
+    held.length = 0
+    heldBytes = 0
+  }
   return {
     body,
     subscriber: {
       offer: (event) => {
         if (response !== undefined && response.headersSent && body.readableLength === 0) {
-          if (response.destroyed || response.writableLength > MAX_BUFFERED_BYTES) return false
-          response.write(frame(event))
+          const bytes = frame(event)
+          if (response.destroyed || response.writableLength + heldBytes + bytes.length > MAX_BUFFERED_BYTES) return false
+          held.push(bytes)
+          heldBytes += bytes.length
           return true
         }
         if (body.readableLength > MAX_BUFFERED_BYTES) return false
         body.push(frame(event))
         return true
       },
-      end: () => body.push(null)
+      flush,
+      end: () => {
+        flush()
+        body.push(null)
+      }
     }
   }
 }

@@ -207,6 +207,33 @@ describe("TenantActor", () => {
     expect(subscribers).toBe(1)
   })
 
+  it("changes committed together reach each subscriber as one publication: every event offered, then one flush", async () => {
+    const slugs: Array<string> = []
+    let flushes = 0
+    const subscriber = {
+      offer: (event: PageEvent) => (event._tag === "PageChange" && slugs.push(event.slug), true),
+      flush: () => void flushes++,
+      end: () => {}
+    }
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const actor = yield* makeTenantActor({ name: "burst" })
+      const pg = yield* PgClient.PgClient
+      yield* actor.attach("burst-user", subscriber)
+      // The actor's LISTEN is in place once a change arrives.
+      for (let i = 0; i < 100 && slugs.length === 0; i++) {
+        yield* pg.notify("page_change", "public:warm-up")
+        yield* Effect.sleep("20 millis")
+      }
+      yield* Effect.sleep("100 millis")
+      slugs.length = 0
+      flushes = 0
+      yield* pg`SELECT pg_notify('page_change', 'public:b' || n) FROM generate_series(1, 5) AS n`
+      for (let i = 0; i < 100 && slugs.length < 5; i++) yield* Effect.sleep("10 millis")
+    })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
+    expect(slugs).toEqual(["b1", "b2", "b3", "b4", "b5"])
+    expect(flushes).toBe(1)
+  })
+
   it("a stream body nobody reads is let go once 32 KiB wait unsent; what it holds still ends the body in order", async () => {
     const { body, subscriber } = eventStreamBody()
     const change: PageEvent = { _tag: "PageChange", schema: "public", slug: "p".repeat(100) }
@@ -240,6 +267,7 @@ describe("a stream body with its response", () => {
     const piped: Array<Uint8Array> = []
     while (body.readableLength > 0) piped.push(body.read() as Uint8Array)
     expect(subscriber.offer(change("c"))).toBe(true)
+    subscriber.flush?.()
     expect(text(piped)).toBe(': connected\n\nevent: page_change\ndata: {"schema":"public","slug":"a"}\n\nevent: page_change\ndata: {"schema":"public","slug":"b"}\n\n')
     expect(text(written)).toBe('event: page_change\ndata: {"schema":"public","slug":"c"}\n\n')
   })
@@ -250,12 +278,43 @@ describe("a stream body with its response", () => {
     const { body, subscriber } = eventStreamBody(response)
     body.read()
     expect(subscriber.offer(change("a"))).toBe(true)
+    subscriber.flush?.()
     response.writableLength = 32 * 1024 + 1
     expect(subscriber.offer(change("b"))).toBe(false)
     response.writableLength = 0
     response.destroyed = true
     expect(subscriber.offer(change("c"))).toBe(false)
     expect(written).toHaveLength(1)
+  })
+
+  it("what the actor hands over between two flushes goes out in one write, in order; ending sends what is held", () => {
+    const written: Array<Uint8Array> = []
+    const response = { headersSent: true, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { body, subscriber } = eventStreamBody(response)
+    body.read()
+    for (const slug of ["a", "b", "c"]) expect(subscriber.offer(change(slug))).toBe(true)
+    expect(written).toHaveLength(0)
+    subscriber.flush?.()
+    expect(written).toHaveLength(1)
+    expect(text(written)).toBe(["a", "b", "c"].map((slug) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`).join(""))
+    subscriber.flush?.()
+    expect(written).toHaveLength(1)
+    expect(subscriber.offer(change("d"))).toBe(true)
+    subscriber.end()
+    expect(text(written.slice(1))).toBe('event: page_change\ndata: {"schema":"public","slug":"d"}\n\n')
+  })
+
+  it("what is held counts toward the 32 KiB: a burst that would pass it lets the stream go", () => {
+    const written: Array<Uint8Array> = []
+    const response = { headersSent: true, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { body, subscriber } = eventStreamBody(response)
+    body.read()
+    const big = change("p".repeat(1000))
+    let taken = 0
+    while (taken < 1000 && subscriber.offer(big)) taken++
+    expect(taken).toBeGreaterThan(20)
+    expect(taken).toBeLessThan(40)
+    expect(written).toHaveLength(0)
   })
 })
 
