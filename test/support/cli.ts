@@ -16,8 +16,16 @@ export interface PlinthProcess {
 
 const signals: Record<string, number> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 }
 
+/**
+ * V8 without background threads: Node 24 can deadlock at exit when a background compile task
+ * waits for a garbage collection the exiting main thread will never run (nodejs/node#54918; seen
+ * here once, a `plinth start` failing at start-up that never exited). The suite starts dozens of
+ * short-lived `plinth` processes, each exiting while it still compiles.
+ */
+const NODE_FLAGS = ["--single-threaded"]
+
 export const runPlinth = (args: ReadonlyArray<string>, env: Record<string, string>, entry = CLI_SOURCE): PlinthProcess => {
-  const child = spawn(process.execPath, [entry, ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, entry, ...args], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
