@@ -43,7 +43,7 @@ const BEARER = /^bearer +([^ ].*)$/i
 
 /** Spec §5.3: in multi-tenant mode a token is good only for the tenant it was issued for. */
 // On every request: untraced (Effect.fn's span costs ~4 µs a call; README, Performance).
-export const checkTenant = Effect.fnUntraced(function*(principal: Principal) {
+const checkTenant = Effect.fnUntraced(function*(principal: Principal) {
   const tenant = yield* CurrentTenant
   if (Option.isSome(tenant) && principal.tenant !== tenant.value) {
     return yield* new Forbidden({ error: "this token belongs to another tenant" })

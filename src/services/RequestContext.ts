@@ -5,7 +5,7 @@
  * with the transaction and never leak to the next user of the pooled connection. The values are
  * bound parameters: nothing here is concatenated from the request.
  */
-import { Duration, Effect, Fiber } from "effect"
+import { Duration, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import type { AppRole } from "./AccessTokens.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
