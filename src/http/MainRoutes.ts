@@ -18,10 +18,9 @@ const ApiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 
-const OpenApiRoute = Layer.unwrap(Effect.sync(() => {
-  const document = HttpServerResponse.jsonUnsafe(OpenApi.fromApi(MainApi))
-  return HttpRouter.add("GET", "/openapi.json", Effect.succeed(document))
-}))
+// Built on the first request for it, not at every start.
+let openApi: HttpServerResponse.HttpServerResponse | undefined
+const OpenApiRoute = HttpRouter.add("GET", "/openapi.json", Effect.sync(() => (openApi ??= HttpServerResponse.jsonUnsafe(OpenApi.fromApi(MainApi)))))
 
 /** The HttpApi routes, plus GET /events (it streams) and the data plane as plain router routes. */
 export const MainRoutes = Layer.mergeAll(ApiRoutes, OpenApiRoute, EventsRoute, DataRoutes)
