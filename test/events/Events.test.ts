@@ -254,10 +254,14 @@ describe("TenantActor", () => {
 describe("a stream body with its response", () => {
   const change = (slug: string): PageEvent => ({ _tag: "PageChange", schema: "public", slug })
   const text = (chunks: ReadonlyArray<Uint8Array>) => Buffer.concat(chunks).toString("utf8")
+  /** A response that records what is written to it. */
+  const recordingResponse = (headersSent: boolean) => {
+    const written: Array<Uint8Array> = []
+    return { written, response: { headersSent, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 } }
+  }
 
   it("frames go into the body until the head is sent and the body has drained, then straight to the response, in order", async () => {
-    const written: Array<Uint8Array> = []
-    const response = { headersSent: false, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { written, response } = recordingResponse(false)
     const { body, subscriber } = eventStreamBody(response)
     expect(subscriber.offer(change("a"))).toBe(true)
     response.headersSent = true
@@ -273,8 +277,7 @@ describe("a stream body with its response", () => {
   })
 
   it("a response that holds 32 KiB unsent, or is gone, takes nothing more: the stream is let go", () => {
-    const written: Array<Uint8Array> = []
-    const response = { headersSent: true, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { written, response } = recordingResponse(true)
     const { body, subscriber } = eventStreamBody(response)
     body.read()
     expect(subscriber.offer(change("a"))).toBe(true)
@@ -288,8 +291,7 @@ describe("a stream body with its response", () => {
   })
 
   it("what the actor hands over between two flushes goes out in one write, in order; ending sends what is held", () => {
-    const written: Array<Uint8Array> = []
-    const response = { headersSent: true, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { written, response } = recordingResponse(true)
     const { body, subscriber } = eventStreamBody(response)
     body.read()
     for (const slug of ["a", "b", "c"]) expect(subscriber.offer(change(slug))).toBe(true)
@@ -305,8 +307,7 @@ describe("a stream body with its response", () => {
   })
 
   it("what is held counts toward the 32 KiB: a burst that would pass it lets the stream go", () => {
-    const written: Array<Uint8Array> = []
-    const response = { headersSent: true, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 }
+    const { written, response } = recordingResponse(true)
     const { body, subscriber } = eventStreamBody(response)
     body.read()
     const big = change("p".repeat(1000))
