@@ -16,7 +16,6 @@ import {
   setTitle,
   type ToolCall
 } from "./Conversations.ts"
-import { CatalogWatch } from "./CatalogWatch.ts"
 import { Introspection } from "./Introspection.ts"
 import { type MessageParam, Model, type ModelEvent } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
@@ -132,8 +131,6 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "Looking at the data…" } })
   else yield* options.emit({ event: "tool_call", data: call })
   const outcome = yield* Effect.result(runTool(options.guard, options.context, call.name, call.args))
-  // The next step's prompt shows the schema this tool left, not a cached one.
-  if (outcome._tag === "Success" && mode !== "query") (yield* CatalogWatch).changed()
   const toolResult: Readonly<Record<string, unknown>> = outcome._tag === "Success"
     ? { result: outcome.success }
     : { error: (outcome.failure as ToolFailed).message }
