@@ -111,7 +111,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
       context,
       `SELECT * FROM ${qualified}(${placeholders})`,
       args,
-      { kind: "SELECT", returnsRows: true, parameters: args.length },
+      { kind: "SELECT", returnsRows: true, parameters: args.length, callsSys: false },
       config.sqlMaxResponseBytes
     ))
   })

@@ -117,9 +117,7 @@ const failedSql = (error: SqlError.SqlError) => {
  */
 const callSys = (context: RequestContext, call: string, params: ReadonlyArray<unknown>) =>
   callPipelined(context, call, params).pipe(
-    Effect.tap(() => Effect.gen(function*() {
-      (yield* CatalogWatch).changed()
-    })),
+    Effect.tap(() => CatalogWatch.useSync((watch) => watch.changed())),
     Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error)))
   )
 

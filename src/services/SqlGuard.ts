@@ -15,6 +15,11 @@ export interface GuardedStatement {
   readonly returnsRows: boolean
   /** The highest `$n` the statement uses: fewer params than that is the caller's mistake. */
   readonly parameters: number
+  /**
+   * It calls a sys function (sys is never on a caller's search_path, so only by that name): the
+   * one way a caller changes the catalog, so the caches end once it commits (CatalogWatch).
+   */
+  readonly callsSys: boolean
 }
 
 export class StatementRefused extends Schema.TaggedError<StatementRefused>()("StatementRefused", {
@@ -95,16 +100,15 @@ const KIND_NAMES: Record<string, string> = {
 const kindName = (node: string): string =>
   KIND_NAMES[node] ?? node.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
 
-/** Every function name called anywhere in a parse tree (the last part of a qualified name). */
-const calledFunctions = (node: unknown, found: Array<string> = []): Array<string> => {
+/** Every function called anywhere in a parse tree, as the parts of its name (`sys.create_table` → two). */
+const calledFunctions = (node: unknown, found: Array<ReadonlyArray<string>> = []): Array<ReadonlyArray<string>> => {
   if (Array.isArray(node)) {
     for (const item of node) calledFunctions(item, found)
   } else if (typeof node === "object" && node !== null) {
     for (const [key, value] of Object.entries(node)) {
       if (key === "FuncCall") {
         const parts = (value as { funcname?: ReadonlyArray<{ String?: { sval?: string } }> }).funcname ?? []
-        const name = parts.at(-1)?.String?.sval
-        if (name !== undefined) found.push(name.toLowerCase())
+        found.push(parts.map((part) => part.String?.sval ?? ""))
       }
       calledFunctions(value, found)
     }
@@ -172,12 +176,18 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
   if (kind === "SELECT" && body["intoClause"] !== undefined) {
     return Effect.fail(new StatementRefused({ message: "SELECT INTO statements are not allowed" }))
   }
-  const denied = calledFunctions(tree).find(isDenied)
+  const called = calledFunctions(tree)
+  const denied = called.map((parts) => (parts.at(-1) ?? "").toLowerCase()).find(isDenied)
   if (denied !== undefined) return Effect.fail(new StatementRefused({ message: `function ${denied} is not allowed` }))
   // `UPDATE pg_settings SET setting = ...` is set_config by another name.
   const catalog = writtenCatalog(tree)
   if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
-  return Effect.succeed({ kind, returnsRows: kind === "SELECT" || hasReturning(body), parameters: highestParameter(tree) })
+  return Effect.succeed({
+    kind,
+    returnsRows: kind === "SELECT" || hasReturning(body),
+    parameters: highestParameter(tree),
+    callsSys: called.some((parts) => parts.length === 2 && parts[0] === "sys")
+  })
 }
 
 /** Parse results are reused: clients send the same few statements over and over. */

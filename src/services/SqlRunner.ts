@@ -5,6 +5,7 @@
  * early instead of filling memory.
  */
 import { Effect, Option, Schema, Stream } from "effect"
+import { CatalogWatch } from "./CatalogWatch.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { executePipelined, peekPipelined, withPipelinedTransaction } from "./StatementConnections.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
@@ -61,9 +62,25 @@ const unsupportedResults = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Eff
     }))
   })
 
-/** Runs `text` as `context`; rows stream into JSON text, bounded by `maxResponseBytes`. */
+/**
+ * Runs `text` as `context`; rows stream into JSON text, bounded by `maxResponseBytes`. A statement
+ * that calls a sys function ends this process's catalog caches once it has committed: the
+ * caller's next request must not be answered from before its own change while the change's
+ * notification is still on its way (CatalogWatch).
+ */
+export const runStatement = (
+  context: RequestContext,
+  text: string,
+  params: ReadonlyArray<unknown>,
+  statement: GuardedStatement,
+  maxResponseBytes: number
+) => {
+  const run = runGuarded(context, text, params, statement, maxResponseBytes)
+  return statement.callsSys ? Effect.tap(run, () => CatalogWatch.useSync((watch) => watch.changed())) : run
+}
+
 // On every request: untraced (Effect.fn's span costs ~4 µs a call; README, Performance).
-export const runStatement = Effect.fnUntraced(function*(
+const runGuarded = Effect.fnUntraced(function*(
   context: RequestContext,
   text: string,
   params: ReadonlyArray<unknown>,

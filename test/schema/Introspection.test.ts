@@ -306,6 +306,23 @@ describe("the cache", () => {
     expect(Date.now() - started).toBeLessThan(2_000)
   })
 
+  it("a change through POST /sql shows in the caller's next POST / at once, before its notification has arrived", async () => {
+    const name = fresh("own")
+    await introspect(stack, users.owner)
+    // The LISTEN connection's backend, stopped: this process hears of no change until it goes on.
+    const listeners = await admin<{ pid: number }>(stack, `SELECT pid FROM pg_stat_activity
+      WHERE datname = current_database() AND query ILIKE 'LISTEN%plinth_catalog%'`)
+    expect(listeners).toHaveLength(1)
+    const pid = listeners[0]!.pid
+    process.kill(pid, "SIGSTOP")
+    try {
+      result(await createTable(stack, users.owner, name, [{ name: "a" }]))
+      expect(relation(await introspect(stack, users.owner), name)).toBeDefined()
+    } finally {
+      process.kill(pid, "SIGCONT")
+    }
+  })
+
   it("after sys.drop_table and sys.create_app/drop_app too", async () => {
     const name = fresh("gone")
     result(await createTable(stack, users.owner, name, []))

@@ -58,6 +58,20 @@ describe("what passes", () => {
   ] as const)("%s returns rows", async (text, kind) => {
     expect(await check(text)).toMatchObject({ kind, returnsRows: true })
   })
+
+  it.each([
+    ["SELECT sys.create_table($1, $2::jsonb) AS r", true],
+    ["SELECT \"sys\".drop_table('t')", true],
+    ["WITH x AS (SELECT sys.create_app('a', 'A', '')) SELECT * FROM x", true],
+    ["UPDATE items SET name = 'b' WHERE id IN (SELECT (sys.create_view('v', 'SELECT 1') ->> 'id')::int)", true],
+    ["SELECT 1", false],
+    ["SELECT * FROM sys.apps", false],
+    ["SELECT create_table('t', '[]')", false],
+    ["SELECT public.sys('x')", false],
+    ["SELECT other.sys.create_table('t')", false]
+  ] as const)("%s calls a sys function: %s", async (text, callsSys) => {
+    expect(await check(text)).toMatchObject({ callsSys })
+  })
 })
 
 describe("what is refused, and how the refusal reads", () => {
