@@ -135,7 +135,7 @@ export const run = async () => {
         `${f(results.tokens.overhead.p50, 3)} | **${f(results.tokens.overhead.p99, 3)}** | ≤ 2 per token | ${results.tokens.overhead.p99 <= 2 ? "met" : "not met"} |`,
       "",
       "Overhead = (Plinth turn − raw) / steps or tokens, per turn, so the turn's fixed costs (the HTTP request, starting the reply, storing its end) are charged to its steps. " +
-        "A tool step in Plinth also stores the call before it runs, then its result with the next placeholder (two writes, each a commit); the raw path stores nothing. " +
+        "A select_data step in Plinth also stores the call with its result and the next placeholder (one write, a commit; a tool that changes the app is stored before it runs too); the raw path stores nothing. " +
         "The raw path's own p99 is several times its p50 on this machine: its tail is stalls that hit both paths."
     ].join("\n")
   } finally {

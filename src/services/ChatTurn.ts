@@ -113,9 +113,12 @@ const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly 
 const ownedBy = (options: TurnOptions) => ({ userId: options.context.userId, conversationId: options.conversationId })
 
 /**
- * Runs one tool call in message `messageId`: stored as pending before it runs (what is about to
- * happen is on record), then with its result. The step's last call adds the reply's next
- * placeholder in the same statement. Returns what it stored, for the turn's history.
+ * Runs one tool call in message `messageId`, then stores it with its result; the step's last call
+ * adds the reply's next placeholder in the same statement. A call that changes the app is also
+ * stored before it runs, so that what may have happened is on record should this process die
+ * mid-tool; one that only reads or shows something has nothing to record until its result (the
+ * message is already pending), and a write less on its way. Returns what it stored, for the
+ * turn's history.
  */
 const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   options: TurnOptions,
@@ -125,8 +128,8 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   lastOfStep: boolean
 ) {
   const content: MessageContent = { type: "tool_call", tool_calls: [call], ...(text === undefined ? {} : { text }) }
-  yield* saveMessage(ownedBy(options), messageId, content, "pending")
   const mode = toolMode(call.name)
+  if (mode !== "query" && mode !== "complete") yield* saveMessage(ownedBy(options), messageId, content, "pending")
   // select_data is the model's own reading: the user sees only a passing status line.
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "Looking at the data…" } })
   else yield* options.emit({ event: "tool_call", data: call })

@@ -374,6 +374,45 @@ describe("select_data", () => {
 // Failures and several calls
 
 describe("the loop", () => {
+  /**
+   * What the conversation holds while a tool's statement runs (held up by pg_sleep): the message
+   * that will carry the call, as stored at that moment.
+   */
+  const storedWhileRunning = async (name: string, input: Record<string, unknown>) => {
+    const conversationId = await newConversation(stack, owner.token, name)
+    turns.push(toolUse(`toolu_${fresh(name)}`, name, input), text("Done."))
+    const reply = chat(stack, owner, conversationId, `Please ${name}`)
+    const sleeping = async () =>
+      (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0
+    const deadline = Date.now() + 5_000
+    while (!(await sleeping())) {
+      if (Date.now() > deadline) throw new Error(`${name} never ran`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const during = (await messagesInDatabase(stack, conversationId)).at(-1)!
+    expect((await reply).status).toBe(200)
+    const after = (await messagesInDatabase(stack, conversationId)).find((message) => message.id === during.id)!
+    return { during, after }
+  }
+
+  it("a tool that changes the app is on record, pending, before it runs", async () => {
+    const table = await itemsTable()
+    const input = { table_name: table, values: { qty: 9 }, where: "name = 'a' AND pg_sleep(0.3) IS NOT NULL" }
+    const { during, after } = await storedWhileRunning("propose_update_rows", input)
+    expect(during.status).toBe("pending")
+    expect(during.content).toEqual({ type: "tool_call", tool_calls: [{ id: expect.any(String), name: "propose_update_rows", args: input }] })
+    expect(after).toMatchObject({ status: "complete", content: { tool_result: { result: expect.anything() } } })
+  })
+
+  it("a tool that only reads is stored once, with its result: while it runs, the reply's placeholder is pending", async () => {
+    const { during, after } = await storedWhileRunning("select_data", { sql: "SELECT pg_sleep(0.3) IS NOT NULL AS slept" })
+    expect(during).toMatchObject({ role: "assistant", status: "pending", content: { type: "text", text: "" } })
+    expect(after).toMatchObject({
+      status: "complete",
+      content: { type: "tool_call", tool_calls: [{ name: "select_data" }], tool_result: { result: { rows: [{ slept: true }] } } }
+    })
+  })
+
   it("a failing tool is fed back with is_error: true, its message is error, and the model corrects itself", async () => {
     const missing = fresh("missing")
     const table = fresh("corrected")
