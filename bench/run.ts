@@ -18,7 +18,8 @@ const sections: Array<string> = [
   ""
 ]
 for (const scenario of SCENARIOS) {
-  const run = spawnSync(process.execPath, ["--expose-gc", scenario], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 16 * 1024 * 1024 })
+  // The same Node flags as this process (`npm run bench`: those Plinth runs with, package.json).
+  const run = spawnSync(process.execPath, [...process.execArgv, scenario], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 16 * 1024 * 1024 })
   const table = run.status === 0 ? run.stdout.trim() : `### ${scenario}\n\nfailed (exit ${run.status})`
   console.log(`${table}\n`)
   sections.push(table, "")

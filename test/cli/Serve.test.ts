@@ -3,6 +3,8 @@
  * lines, and `plinth migrate` with an administrator's URL.
  */
 import { spawn } from "node:child_process"
+import { chmodSync, readFileSync } from "node:fs"
+import path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CLI_BUILT, runPlinth } from "../support/cli.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
@@ -99,6 +101,16 @@ describe("the built plinth (dist/)", () => {
     } finally {
       await fresh.drop()
     }
+  })
+
+  it("runs as a program through its #! line, which gives Node Plinth's flags", async () => {
+    expect(readFileSync(CLI_BUILT, "utf8").split("\n")[0]).toBe("#!/usr/bin/env -S node --max-semi-space-size=16")
+    chmodSync(CLI_BUILT, 0o755)
+    const child = spawn(path.resolve(CLI_BUILT), ["--help"], { stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+    expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(0)
+    expect(out).toMatch(/USAGE/i)
   })
 
   it("migrate without DATABASE_ADMIN_URL names the variable", async () => {
