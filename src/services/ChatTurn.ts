@@ -5,10 +5,12 @@
  * text or the step bound is reached. Everything the client should see goes to `emit`; everything
  * that happened is in the database, whether or not anyone is still listening.
  */
-import { Effect, Option, Stream } from "effect"
+import { Effect, Fiber, Option, Stream } from "effect"
+import type { SqlError } from "effect/sql"
 import { TOOLS, runTool, toolMode, type ToolFailed } from "./ChatTools.ts"
 import {
   addMessage,
+  type ConversationNotFound,
   type Message,
   type MessageContent,
   saveMessage,
@@ -17,7 +19,7 @@ import {
   type ToolCall
 } from "./Conversations.ts"
 import { Introspection } from "./Introspection.ts"
-import { type MessageParam, Model, type ModelEvent } from "./Model.ts"
+import { type MessageParam, Model, type ModelError, type ModelEvent } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
 
@@ -113,12 +115,12 @@ const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly 
 const ownedBy = (options: TurnOptions) => ({ userId: options.context.userId, conversationId: options.conversationId })
 
 /**
- * Runs one tool call in message `messageId`, then stores it with its result; the step's last call
- * adds the reply's next placeholder in the same statement. A call that changes the app is also
- * stored before it runs, so that what may have happened is on record should this process die
- * mid-tool; one that only reads or shows something has nothing to record until its result (the
- * message is already pending), and a write less on its way. Returns what it stored, for the
- * turn's history.
+ * Runs one tool call in message `messageId`. A call that changes the app is stored before it runs,
+ * so that what may have happened is on record should this process die mid-tool; one that only
+ * reads or shows something has nothing to record until its result (the message is already
+ * pending), and a write less on its way. Returns the message as it is to be stored, and `store`,
+ * which stores it with its result (the step's last call adding the reply's next placeholder in
+ * the same statement) and then tells the client.
  */
 const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   options: TurnOptions,
@@ -139,12 +141,15 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
     : { error: (outcome.failure as ToolFailed).message }
   const done: MessageContent = { ...content, tool_result: toolResult }
   const status = outcome._tag === "Success" ? "complete" : "error"
-  const [saved, next] = lastOfStep
-    ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
-    : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
-  if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
-  else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
-  return { saved, next }
+  const store = Effect.gen(function*() {
+    const [saved, next] = lastOfStep
+      ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
+      : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
+    if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
+    else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
+    return { saved, next }
+  })
+  return { ran: { id: messageId, role: "assistant", content: done, status, created_at: "" } satisfies Message, store }
 })
 
 /** Runs the reply to its end; failures of the model end it with an `error` event and an `error` message. */
@@ -163,25 +168,36 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     else history[index] = message
     return message
   }
+  // A step's last result is stored while the next prompt is on its way to the model: the model
+  // needs only the history, already in memory. What waits for the write is what the client sees
+  // next (the step's `done` comes first) and all that needs the next placeholder.
+  let storing: Fiber.Fiber<void, ConversationNotFound | SqlError.SqlError> | undefined
+  const stored = Effect.suspend(() => {
+    const fiber = storing
+    storing = undefined
+    return fiber === undefined ? Effect.void : Fiber.join(fiber)
+  })
   for (let step = 0; step < options.maxSteps; step++) {
     const schema = yield* Effect.option(introspection.schema(options.context))
     let text = ""
     const toolUses: Array<Extract<ModelEvent, { _tag: "ToolUse" }>> = []
-    const replied = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(history), tools }).pipe(
+    const failed = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(history), tools }).pipe(
       Stream.runForEach((event) => {
         if (event._tag === "ToolUse") {
           toolUses.push(event)
           return Effect.void
         }
         text += event.text
-        return options.emit({ event: "token", data: { text: event.text } })
+        return Effect.andThen(stored, options.emit({ event: "token", data: { text: event.text } }))
       }),
-      Effect.result
+      Effect.as(Option.none<ModelError>()),
+      Effect.catchTag("ModelError", (error) => Effect.succeed(Option.some(error)))
     )
-    if (replied._tag === "Failure") {
+    yield* stored
+    if (Option.isSome(failed)) {
       // The partial text is kept: the user saw it arrive.
       yield* saveMessage(owned, placeholderId, { type: "text", text }, "error")
-      return yield* options.emit({ event: "error", data: { error: replied.failure.message } })
+      return yield* options.emit({ event: "error", data: { error: failed.value.message } })
     }
     if (toolUses.length === 0) {
       const saved = yield* saveMessage(owned, placeholderId, { type: "text", text }, "complete")
@@ -196,18 +212,25 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
       const messageId = index === 0
         ? placeholderId
         : remember(yield* addMessage(owned, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
-      const stored = yield* runToolCall(
+      const lastOfStep = index === toolUses.length - 1
+      const { ran, store } = yield* runToolCall(
         options,
         messageId,
         { id: use.id, name: use.name, args: use.input },
         index === 0 && text.trim() !== "" ? text : undefined,
-        index === toolUses.length - 1
+        lastOfStep
       )
-      remember(stored.saved)
-      // The next step's placeholder: while it is pending, nobody else can start a reply here.
-      if (stored.next !== undefined) placeholderId = remember(stored.next).id
+      remember(ran)
+      const keep = Effect.map(store, ({ next, saved }) => {
+        remember(saved)
+        // The next step's placeholder: while it is pending, nobody else can start a reply here.
+        if (next !== undefined) placeholderId = remember(next).id
+      })
+      if (lastOfStep) storing = yield* Effect.forkChild(keep)
+      else yield* keep
     }
   }
+  yield* stored
   yield* saveMessage(owned, placeholderId, { type: "text", text: `Stopped after ${options.maxSteps} steps.` }, "error")
   yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped` } })
 })

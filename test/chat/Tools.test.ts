@@ -6,9 +6,11 @@
  * service. Also: a failing tool fed back as is_error and corrected by the model, several tool
  * calls in one answer, select_data's limits, and X-App-Schema.
  */
+import { Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { post, type SignIn, signedIn } from "../support/auth.ts"
 import { type ChatStack, newConversation, type SseReply, startChatStack } from "../support/chat.ts"
+import { query } from "../support/database.ts"
 import type { RecordedRequest } from "../support/FakeAnthropic.ts"
 import {
   admin,
@@ -373,6 +375,15 @@ describe("select_data", () => {
 // ---------------------------------------------------------------------------------------------
 // Failures and several calls
 
+/** Polls `probe` every 10 ms until it holds; fails after 5 s. */
+const until = async (probe: () => Promise<boolean>) => {
+  const deadline = Date.now() + 5_000
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error("gave up waiting")
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 describe("the loop", () => {
   /**
    * What the conversation holds while a tool's statement runs (held up by pg_sleep): the message
@@ -382,18 +393,47 @@ describe("the loop", () => {
     const conversationId = await newConversation(stack, owner.token, name)
     turns.push(toolUse(`toolu_${fresh(name)}`, name, input), text("Done."))
     const reply = chat(stack, owner, conversationId, `Please ${name}`)
-    const sleeping = async () =>
-      (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0
-    const deadline = Date.now() + 5_000
-    while (!(await sleeping())) {
-      if (Date.now() > deadline) throw new Error(`${name} never ran`)
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    await until(async () => (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0)
     const during = (await messagesInDatabase(stack, conversationId)).at(-1)!
     expect((await reply).status).toBe(200)
     const after = (await messagesInDatabase(stack, conversationId)).find((message) => message.id === during.id)!
     return { during, after }
   }
+
+  it("the next prompt goes out while the step's result is still being stored; the client hears of it in order", async () => {
+    const conversationId = await newConversation(stack, owner.token, "overlap")
+    turns.push(toolUse(`toolu_${fresh("overlap")}`, "select_data", { sql: "SELECT pg_sleep(0.3) IS NOT NULL AS slept" }), text("After."))
+    const from = stack.model.requests.length
+    const reply = chat(stack, owner, conversationId, "Look")
+    await until(async () => (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0)
+    // Held until released: no message can be written, so the tool's result waits.
+    const locked = Promise.withResolvers<void>()
+    const release = Promise.withResolvers<void>()
+    const holding = query(stack.db.adminUrl, (sql) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE sys.messages IN SHARE MODE`
+        locked.resolve()
+        yield* Effect.promise(() => release.promise)
+      })))
+    try {
+      await locked.promise
+      await until(async () => replyRequests(stack.model, from).length === 2)
+      expect((await messagesInDatabase(stack, conversationId)).at(-1)).toMatchObject({ status: "pending", content: { type: "text", text: "" } })
+    } finally {
+      release.resolve()
+      await holding
+    }
+    const answered = await reply
+    // The step's closing status before any token of the next reply (a run of tokens named once).
+    const order = answered.events.map((event) => event.event === "status" ? `status:${String(event.data["text"]) === "" ? "end" : "start"}` : event.event)
+    expect(order.filter((name, index) => name !== "token" || order[index - 1] !== "token")).toEqual(["status:start", "status:end", "token", "title", "done"])
+    expect(tokensOf(answered)).toBe("After.")
+    expect((await messagesInDatabase(stack, conversationId)).map((message) => [message.status, message.content["type"]])).toEqual([
+      ["complete", "text"],
+      ["complete", "tool_call"],
+      ["complete", "text"]
+    ])
+  })
 
   it("a tool that changes the app is on record, pending, before it runs", async () => {
     const table = await itemsTable()
