@@ -149,6 +149,8 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
     else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
     return { saved, next }
   })
+  // `ran` stands in the turn's history until `store` answers with the row (its created_at is the
+  // database's; the model's history has no use for it).
   return { ran: { id: messageId, role: "assistant", content: done, status, created_at: "" } satisfies Message, store }
 })
 
