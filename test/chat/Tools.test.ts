@@ -435,6 +435,19 @@ describe("the loop", () => {
     ])
   })
 
+  it("a conversation deleted while a tool runs: the reply ends with an error event, not a hang", async () => {
+    const conversationId = await newConversation(stack, owner.token, "deleted")
+    turns.push(toolUse(`toolu_${fresh("deleted")}`, "select_data", { sql: "SELECT pg_sleep(0.3) IS NOT NULL AS slept" }), text("Never stored."))
+    const reply = chat(stack, owner, conversationId, "Look")
+    await until(async () => (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0)
+    await admin(stack, "DELETE FROM sys.conversations WHERE id = $1", [conversationId])
+    const answered = await reply
+    expect(answered.status).toBe(200)
+    expect(answered.events.at(-1)).toEqual({ event: "error", data: { error: "the reply failed" } })
+    expect(tokensOf(answered)).toBe("")
+    expect(await messagesInDatabase(stack, conversationId)).toEqual([])
+  })
+
   it("a tool that changes the app is on record, pending, before it runs", async () => {
     const table = await itemsTable()
     const input = { table_name: table, values: { qty: 9 }, where: "name = 'a' AND pg_sleep(0.3) IS NOT NULL" }
