@@ -384,6 +384,13 @@ const until = async (probe: () => Promise<boolean>) => {
   }
 }
 
+/** Until a tool's statement of this file's database sleeps in `pg_sleep(0.3)` (the tests below hold tools up with it). */
+const toolSleeping = () =>
+  until(async () =>
+    (await admin(stack, `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+      AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()`)).length > 0
+  )
+
 describe("the loop", () => {
   /**
    * What the conversation holds while a tool's statement runs (held up by pg_sleep): the message
@@ -393,7 +400,7 @@ describe("the loop", () => {
     const conversationId = await newConversation(stack, owner.token, name)
     turns.push(toolUse(`toolu_${fresh(name)}`, name, input), text("Done."))
     const reply = chat(stack, owner, conversationId, `Please ${name}`)
-    await until(async () => (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0)
+    await toolSleeping()
     const during = (await messagesInDatabase(stack, conversationId)).at(-1)!
     expect((await reply).status).toBe(200)
     const after = (await messagesInDatabase(stack, conversationId)).find((message) => message.id === during.id)!
@@ -405,7 +412,7 @@ describe("the loop", () => {
     turns.push(toolUse(`toolu_${fresh("overlap")}`, "select_data", { sql: "SELECT pg_sleep(0.3) IS NOT NULL AS slept" }), text("After."))
     const from = stack.model.requests.length
     const reply = chat(stack, owner, conversationId, "Look")
-    await until(async () => (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0)
+    await toolSleeping()
     // Held until released: no message can be written, so the tool's result waits.
     const locked = Promise.withResolvers<void>()
     const release = Promise.withResolvers<void>()
@@ -439,7 +446,7 @@ describe("the loop", () => {
     const conversationId = await newConversation(stack, owner.token, "deleted")
     turns.push(toolUse(`toolu_${fresh("deleted")}`, "select_data", { sql: "SELECT pg_sleep(0.3) IS NOT NULL AS slept" }), text("Never stored."))
     const reply = chat(stack, owner, conversationId, "Look")
-    await until(async () => (await admin(stack, "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()")).length > 0)
+    await toolSleeping()
     await admin(stack, "DELETE FROM sys.conversations WHERE id = $1", [conversationId])
     const answered = await reply
     expect(answered.status).toBe(200)
