@@ -13,7 +13,7 @@ const sections: Array<string> = [
   "# Benchmarks",
   "",
   `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown"}), ` +
-  `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL 18 (embedded). Database, load generator and Plinth share ` +
+  `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version} (${process.execArgv.join(" ")}), PostgreSQL 18 (embedded). Database, load generator and Plinth share ` +
   "the machine; each scenario runs in a fresh process. Targets not met are shown as such.",
   ""
 ]
