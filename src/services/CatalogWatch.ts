@@ -44,6 +44,14 @@ export class CatalogWatch extends Context.Service<CatalogWatch, {
   }))
 }
 
+/**
+ * `effect`, which changes the catalog (a sys function called as the caller), and once it has
+ * committed, this process's caches end: the caller's next request, or the chat's next prompt, must
+ * not be answered from before the change while its own notification is still on its way.
+ */
+export const changingCatalog = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | CatalogWatch> =>
+  Effect.tap(effect, () => CatalogWatch.useSync((watch) => watch.changed()))
+
 /** A map whose entries count only for the catalog generation they were read in. */
 export const makeCatalogCache = <K, V>(watch: CatalogWatch["Service"], maxEntries: number) => {
   const entries = new Map<K, { readonly generation: number; readonly value: V }>()

@@ -7,7 +7,7 @@
  */
 import { Effect, Schema } from "effect"
 import type { SqlError } from "effect/sql"
-import { CatalogWatch } from "./CatalogWatch.ts"
+import { changingCatalog } from "./CatalogWatch.ts"
 import { databaseErrorFields } from "./DatabaseError.ts"
 import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
@@ -110,16 +110,9 @@ const failedSql = (error: SqlError.SqlError) => {
   return new ToolFailed({ message: fields.detail === undefined ? fields.message : `${fields.message} (${fields.detail})` })
 }
 
-/**
- * A sys function called as the caller: its answer, or its failure as the tool's. It changed the
- * app, so this process's caches end at once: the next step's prompt must not wait for the
- * change's own notification to come back (CatalogWatch).
- */
+/** A sys function called as the caller: its answer, or its failure as the tool's. */
 const callSys = (context: RequestContext, call: string, params: ReadonlyArray<unknown>) =>
-  callPipelined(context, call, params).pipe(
-    Effect.tap(() => CatalogWatch.useSync((watch) => watch.changed())),
-    Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error)))
-  )
+  changingCatalog(callPipelined(context, call, params)).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
 
 /** A statement the model helped write: guarded like any client's, then run as the caller. */
 const guarded = (guard: SqlGuard["Service"], context: RequestContext, statement: string, params: ReadonlyArray<unknown>) =>

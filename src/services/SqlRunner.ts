@@ -5,7 +5,7 @@
  * early instead of filling memory.
  */
 import { Effect, Option, Schema, Stream } from "effect"
-import { CatalogWatch } from "./CatalogWatch.ts"
+import { changingCatalog } from "./CatalogWatch.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { executePipelined, peekPipelined, withPipelinedTransaction } from "./StatementConnections.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
@@ -62,12 +62,7 @@ const unsupportedResults = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Eff
     }))
   })
 
-/**
- * Runs `text` as `context`; rows stream into JSON text, bounded by `maxResponseBytes`. A statement
- * that calls a sys function ends this process's catalog caches once it has committed: the
- * caller's next request must not be answered from before its own change while the change's
- * notification is still on its way (CatalogWatch).
- */
+/** Runs `text` as `context`; rows stream into JSON text, bounded by `maxResponseBytes`. */
 export const runStatement = (
   context: RequestContext,
   text: string,
@@ -76,7 +71,7 @@ export const runStatement = (
   maxResponseBytes: number
 ) => {
   const run = runGuarded(context, text, params, statement, maxResponseBytes)
-  return statement.callsSys ? Effect.tap(run, () => CatalogWatch.useSync((watch) => watch.changed())) : run
+  return statement.callsSys ? changingCatalog(run) : run
 }
 
 // On every request: untraced (Effect.fn's span costs ~4 µs a call; README, Performance).
