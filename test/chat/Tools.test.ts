@@ -20,6 +20,7 @@ import {
   type DoneData,
   doneEvents,
   eventsNamed,
+  eventually,
   fresh,
   insertMessage,
   lastToolResults,
@@ -375,20 +376,11 @@ describe("select_data", () => {
 // ---------------------------------------------------------------------------------------------
 // Failures and several calls
 
-/** Polls `probe` every 10 ms until it holds; fails after 5 s. */
-const until = async (probe: () => Promise<boolean>) => {
-  const deadline = Date.now() + 5_000
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error("gave up waiting")
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
 /** Until a tool's statement of this file's database sleeps in `pg_sleep(0.3)` (the tests below hold tools up with it). */
 const toolSleeping = () =>
-  until(async () =>
+  eventually(async () =>
     (await admin(stack, `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
-      AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()`)).length > 0
+      AND query LIKE '%pg_sleep(0.3%' AND pid <> pg_backend_pid()`)).length > 0 || undefined
   )
 
 describe("the loop", () => {
@@ -424,7 +416,7 @@ describe("the loop", () => {
       })))
     try {
       await locked.promise
-      await until(async () => replyRequests(stack.model, from).length === 2)
+      await eventually(async () => replyRequests(stack.model, from).length === 2 || undefined)
       expect((await messagesInDatabase(stack, conversationId)).at(-1)).toMatchObject({ status: "pending", content: { type: "text", text: "" } })
     } finally {
       release.resolve()
