@@ -47,6 +47,9 @@ const measureStreams = async (
   burst?: (slugs: ReadonlyArray<string>) => Promise<void>
 ): Promise<StreamsMeasure> => {
   const child = spawn(process.execPath, ["bench/sse-clients.ts", baseUrl, token], { stdio: ["pipe", "pipe", "inherit"] })
+  // The clients exiting (a stream refused or reset) fails the run instead of leaving it waiting.
+  const exited = new Promise<never>((_, reject) => child.on("exit", (code) => reject(new Error(`SSE clients exited (${code})`))))
+  const unlessExited = <A>(promise: Promise<A>) => Promise.race([promise, exited])
   try {
     const lines = readline.createInterface({ input: child.stdout })
     const waiting = new Map<string, (line: { last: number; median: number }) => void>()
@@ -59,7 +62,7 @@ const measureStreams = async (
     const open = (streams: number) => {
       const opened = new Promise<void>((resolve) => (ready = resolve))
       child.stdin.write(`open ${streams}\n`)
-      return opened
+      return unlessExited(opened)
     }
     // The memory of an idle stream is the difference between half and all of them, so the
     // process's one-time growth under the first connections (heap, buffers) is not counted.
@@ -75,7 +78,7 @@ const measureStreams = async (
       const delivered = new Promise<{ last: number; median: number }>((resolve) => waiting.set(slug, resolve))
       const started = now()
       await change(slug)
-      const report = await delivered
+      const report = await unlessExited(delivered)
       last.push(report.last - started)
       median.push(report.median - started)
     }
@@ -86,10 +89,11 @@ const measureStreams = async (
       const delivered = new Promise<{ last: number }>((resolve) => waiting.set(slugs.at(-1)!, resolve))
       const started = now()
       await burst(slugs)
-      bursts.push((await delivered).last - started)
+      bursts.push((await unlessExited(delivered)).last - started)
     }
     return { last, median, bursts, rssPerStream }
   } finally {
+    exited.catch(() => undefined)
     child.kill()
   }
 }

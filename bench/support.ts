@@ -2,7 +2,8 @@
  * What every benchmark stands on: its own embedded PostgreSQL in a temporary folder, migrated,
  * and the main service in this process on an ephemeral port, wired exactly as in production.
  */
-import { ConfigProvider, Context, Effect, Exit, Layer, Logger, Scope } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { ConfigProvider, Context, Effect, Exit, Layer, Logger, ManagedRuntime, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
@@ -12,7 +13,7 @@ import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords, withDatabase } from "../src/layers/Database.ts"
+import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords } from "../src/layers/Database.ts"
 import { startEmbeddedPostgres } from "../src/layers/EmbeddedPostgres.ts"
 import { chatService, mainService } from "../src/layers/Services.ts"
 import { PlinthConfig } from "../src/services/PlinthConfig.ts"
@@ -32,6 +33,7 @@ export interface BenchStack {
   readonly baseUrl: string
   /** The chat service's base URL, when started with `{ chat: true }`. */
   readonly chatUrl: string
+  /** Runs `run` as the administrator, on connections kept open (a change timed from its SQL is not timed from a new login). */
   readonly admin: <A, E>(run: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) => Promise<A>
   readonly close: () => Promise<void>
 }
@@ -70,15 +72,17 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
   const chatUrl = options.chat === true
     ? await serve(chatService({ host: "127.0.0.1", port: 0, name: "chat" }, loginUrl(server.port, "chat_authenticator", passwords.chat_authenticator, "bench")))
     : ""
+  const adminDb = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(adminUrl), maxConnections: 2 }))
   return {
     adminUrl,
     mainUrl,
     baseUrl,
     chatUrl,
-    admin: (run) => Effect.runPromise(withDatabase(adminUrl, Effect.gen(function*() {
+    admin: (run) => adminDb.runPromise(Effect.gen(function*() {
       return yield* run(yield* SqlClient.SqlClient)
-    }))),
+    })),
     close: async () => {
+      await adminDb.dispose()
       await Effect.runPromise(Scope.close(scope, Exit.void))
       await fs.rm(dir, { recursive: true, force: true })
     }

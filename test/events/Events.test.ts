@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
+import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts"
 import { eventStreamBody } from "../../src/http/EventsRoutes.ts"
@@ -103,6 +104,55 @@ describe("GET /events", () => {
     } finally {
       stream.close()
     }
+  })
+
+  it("on the wire, every frame after the head is one HTTP/1.1 chunk; an HTTP/1.0 client gets the frames bare", async () => {
+    const wire = async (version: "1.1" | "1.0") => {
+      const { port } = new URL(stack.main.url)
+      const socket = net.connect(Number(port), "127.0.0.1")
+      let bytes = ""
+      socket.setEncoding("latin1")
+      socket.on("data", (chunk: string) => (bytes += chunk))
+      socket.write(`GET /events HTTP/${version}\r\nhost: localhost\r\nauthorization: Bearer ${member.token}\r\n\r\n`)
+      const until = async (pattern: RegExp) => {
+        for (let i = 0; i < 300 && !pattern.test(bytes); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+        expect(bytes).toMatch(pattern)
+      }
+      try {
+        await until(/: connected\n\n/)
+        const slug = freshSlug()
+        await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "T", ""])
+        await until(new RegExp(`"slug":"${slug}"\}\n\n`))
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        return { bytes, slug }
+      } finally {
+        socket.destroy()
+      }
+    }
+    const frameOf = (slug: string) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`
+
+    const chunked = await wire("1.1")
+    const [head, body] = chunked.bytes.split("\r\n\r\n", 2) as [string, string]
+    expect(head).toMatch(/^HTTP\/1.1 200 .*\r\n(.*\r\n)*transfer-encoding: chunked$/im)
+    const rest = chunked.bytes.slice(head.length + 4)
+    // Read the body as a client must: <length in hex>CRLF <that many bytes> CRLF, again and again.
+    const chunks: Array<string> = []
+    for (let at = 0; at < rest.length;) {
+      const line = rest.indexOf("\r\n", at)
+      const length = Number.parseInt(rest.slice(at, line), 16)
+      expect(rest.slice(at, line)).toMatch(/^[0-9a-f]+$/)
+      chunks.push(rest.slice(line + 2, line + 2 + length))
+      expect(rest.slice(line + 2 + length, line + 4 + length)).toBe("\r\n")
+      at = line + 4 + length
+    }
+    expect(body.length).toBeGreaterThan(0)
+    expect(chunks.join("")).toMatch(/^: connected\n\n(: heartbeat\n\n)*/)
+    expect(chunks).toContain(frameOf(chunked.slug))
+
+    const bare = await wire("1.0")
+    expect(bare.bytes).toMatch(/^HTTP\/1.1 200 /)
+    expect(bare.bytes).not.toMatch(/transfer-encoding/i)
+    expect(bare.bytes.slice(bare.bytes.indexOf("\r\n\r\n") + 4)).toMatch(new RegExp(`^: connected\n\n(: heartbeat\n\n)*${frameOf(bare.slug).replace(/[{}]/g, "\\$&")}$`))
   })
 
   it("is 401 without a token or with a bad one, and answers text/event-stream with one", async () => {
@@ -257,7 +307,7 @@ describe("a stream body with its response", () => {
   /** A response that records what is written to it. */
   const recordingResponse = (headersSent: boolean) => {
     const written: Array<Uint8Array> = []
-    return { written, response: { headersSent, destroyed: false, writableLength: 0, write: (chunk: Uint8Array) => written.push(chunk) > 0 } }
+    return { written, response: { headersSent, destroyed: false, writableLength: 0, chunked: false, write: (chunk: Uint8Array) => written.push(chunk) > 0 } }
   }
 
   it("frames go into the body until the head is sent and the body has drained, then straight to the response, in order", async () => {
@@ -304,6 +354,21 @@ describe("a stream body with its response", () => {
     expect(subscriber.offer(change("d"))).toBe(true)
     subscriber.end()
     expect(text(written.slice(1))).toBe('event: page_change\ndata: {"schema":"public","slug":"d"}\n\n')
+  })
+
+  it("to a chunked response, a flush is one write of one chunk: a single frame or the whole burst", () => {
+    const { written, response } = recordingResponse(true)
+    const { body, subscriber } = eventStreamBody({ ...response, chunked: true, write: response.write })
+    body.read()
+    expect(subscriber.offer(change("a"))).toBe(true)
+    subscriber.flush?.()
+    const a = 'event: page_change\ndata: {"schema":"public","slug":"a"}\n\n'
+    expect(text(written)).toBe(`${a.length.toString(16)}\r\n${a}\r\n`)
+    for (const slug of ["b", "c"]) expect(subscriber.offer(change(slug))).toBe(true)
+    subscriber.flush?.()
+    const bc = ["b", "c"].map((slug) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`).join("")
+    expect(written).toHaveLength(2)
+    expect(text(written.slice(1))).toBe(`${bc.length.toString(16)}\r\n${bc}\r\n`)
   })
 
   it("what is held counts toward the 32 KiB: a burst that would pass it lets the stream go", () => {
