@@ -74,6 +74,8 @@ export interface FakeAnthropic {
   readonly script: (...turns: ReadonlyArray<ScriptedTurn>) => void
   /** A function deciding the turn from the request, asked before the queue; `undefined` from it falls back to the queue. */
   readonly respondWith: (decide: ((request: RecordedRequest) => ScriptedTurn | undefined) | undefined) => void
+  /** Requests neither answered to their end nor let go by the client (a `hang` turn stays open until the client aborts it). */
+  readonly open: () => number
   readonly close: () => Promise<void>
 }
 
@@ -360,6 +362,7 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
   const requests: Array<RecordedRequest> = []
   const queue: Array<ScriptedTurn> = []
   let decide: ((request: RecordedRequest) => ScriptedTurn | undefined) | undefined
+  let open = 0
 
   const reply = async (
     response: ServerResponse,
@@ -437,6 +440,8 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomId("req_")
+    open++
+    response.on("close", () => open--)
     const path = new URL(request.url ?? "/", "http://fake").pathname
     if (path !== "/v1/messages") {
       await readBody(request)
@@ -516,6 +521,7 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
     respondWith: (decider) => {
       decide = decider
     },
+    open: () => open,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()))
