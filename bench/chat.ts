@@ -17,10 +17,11 @@ import { SqlClient } from "effect/sql"
 import { TOOLS } from "../src/services/ChatTools.ts"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { type RecordedRequest, type ScriptedTurn, startFakeAnthropic } from "../test/support/FakeAnthropic.ts"
-import { rawTransaction, signIn, startBenchStack, summarize } from "./support.ts"
+import { summarize } from "./stats.ts"
+import { rawTransaction, signIn, startBenchStack } from "./support.ts"
 
-// 300 turns, so that the p99 is the third slowest (of 100 it would be the slowest: one stall of
-// the machine's, not a percentile).
+// 300 turns, so that the p99 is the fourth slowest (of 100 it would be the second slowest: one
+// or two stalls of the machine's, not a percentile).
 const TURNS = Number(process.env.BENCH_CHAT_TURNS ?? 300)
 const TOOL_STEPS = 3
 const TOKENS = 1_000

@@ -8,7 +8,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Queue, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import * as readline from "node:readline"
-import { signIn, startBenchStack, summarize } from "./support.ts"
+import { summarize } from "./stats.ts"
+import { signIn, startBenchStack } from "./support.ts"
 
 const STREAMS = Number(process.env.BENCH_EVENT_STREAMS ?? 10_000)
 const CHANGES = 100

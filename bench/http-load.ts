@@ -12,6 +12,7 @@
  */
 import { readFileSync } from "node:fs"
 import net from "node:net"
+import { percentile } from "./stats.ts"
 
 interface Plan {
   readonly url: string
@@ -107,8 +108,7 @@ const run = async (seconds: number) => {
   const until = performance.now() + seconds * 1000
   await Promise.all(Array.from({ length: plan.connections }, () => drive(until, tally)))
   const sorted = tally.latencies.sort((a, b) => a - b)
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
-  return { rps: sorted.length / seconds, p50: at(50), p99: at(99), non2xx: tally.non2xx, errors: tally.errors }
+  return { rps: sorted.length / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), non2xx: tally.non2xx, errors: tally.errors }
 }
 
 const warmup = plan.warmupSeconds > 0 ? await run(plan.warmupSeconds) : undefined

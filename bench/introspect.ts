@@ -6,7 +6,8 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { withDatabase } from "../src/layers/Database.ts"
-import { type BenchStack, signIn, startBenchStack, summarize } from "./support.ts"
+import { summarize } from "./stats.ts"
+import { type BenchStack, signIn, startBenchStack } from "./support.ts"
 
 const TABLES = 200
 const WARM_SAMPLES = 50

@@ -13,7 +13,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { EMBEDDED_DATABASE, withDatabase } from "../src/layers/Database.ts"
 import { startEmbeddedPostgres } from "../src/layers/EmbeddedPostgres.ts"
-import { freePort, summarize } from "./support.ts"
+import { summarize } from "./stats.ts"
+import { freePort } from "./support.ts"
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const TABLES = 200

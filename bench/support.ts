@@ -100,14 +100,6 @@ export const signIn = async (stack: BenchStack, email: string, role: string): Pr
   return ((await response.json()) as { token: string }).token
 }
 
-export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
-
-export const summarize = (samples: ReadonlyArray<number>) => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  return { min: sorted[0] ?? Number.NaN, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN }
-}
-
 export interface LoadPlan {
   readonly url: string
   readonly connections: number
