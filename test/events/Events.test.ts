@@ -4,7 +4,7 @@
  * and a killed LISTEN connection is survived with a `resync`.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Duration, Effect, Redacted } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
 import * as net from "node:net"
@@ -152,7 +152,7 @@ describe("GET /events", () => {
     const bare = await wire("1.0")
     expect(bare.bytes).toMatch(/^HTTP\/1.1 200 /)
     expect(bare.bytes).not.toMatch(/transfer-encoding/i)
-    expect(bare.bytes.slice(bare.bytes.indexOf("\r\n\r\n") + 4)).toMatch(new RegExp(`^: connected\n\n(: heartbeat\n\n)*${frameOf(bare.slug).replace(/[{}]/g, "\\$&")}$`))
+    expect(bare.bytes.slice(bare.bytes.indexOf("\r\n\r\n") + 4)).toMatch(new RegExp(`^: connected\n\n(: heartbeat\n\n)*${frameOf(bare.slug).replace(/[{}]/g, "\\$&")}(: heartbeat\n\n)*$`))
   })
 
   it("is 401 without a token or with a bad one, and answers text/event-stream with one", async () => {
@@ -255,6 +255,26 @@ describe("TenantActor", () => {
     expect(slow.events).toHaveLength(2)
     expect(slow.ended()).toBe(true)
     expect(subscribers).toBe(1)
+  })
+
+  it("heartbeats reach every subscriber once an interval, a slice of them at a time rather than all at once", async () => {
+    const heard = Array.from({ length: 50 }, () => [] as Array<number>)
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const actor = yield* makeTenantActor({ name: "test", maxStreamsPerUser: 100, heartbeat: Duration.millis(500) })
+      for (const times of heard) {
+        yield* actor.attach("user", { offer: (event) => event._tag === "Heartbeat" && times.push(performance.now()) > 0, end: () => undefined })
+      }
+      yield* Effect.sleep("1750 millis")
+    })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
+    for (const times of heard) {
+      // 3 or 4 on time (by its slice); 2 if the machine's timers run late.
+      expect(times.length).toBeGreaterThanOrEqual(2)
+      expect(times.length).toBeLessThanOrEqual(4)
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThan(350)
+    }
+    // All at once, every first heartbeat would come within a millisecond or two of the others.
+    const firsts = heard.map((times) => times[0]!)
+    expect(Math.max(...firsts) - Math.min(...firsts)).toBeGreaterThan(300)
   })
 
   it("changes committed together reach each subscriber as one publication: every event offered, then one flush", async () => {
