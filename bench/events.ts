@@ -13,6 +13,8 @@ import { signIn, startBenchStack } from "./support.ts"
 
 const STREAMS = Number(process.env.BENCH_EVENT_STREAMS ?? 10_000)
 const CHANGES = 100
+/** Rounds of CHANGES changes on the same streams; the report shows min / median / max of their percentiles. */
+const ROUNDS = 3
 /** Bursts of BURST_SIZE changes committed together (a seed creating pages, say): each stream gets them all at once. */
 const BURSTS = 10
 const BURST_SIZE = 20
@@ -27,9 +29,14 @@ const settledRss = async () => {
   return process.memoryUsage().rss
 }
 
-interface StreamsMeasure {
+/** One round's CHANGES changes: ms from each change to its last and to its median client. */
+interface Round {
   readonly last: ReadonlyArray<number>
   readonly median: ReadonlyArray<number>
+}
+
+interface StreamsMeasure {
+  readonly rounds: ReadonlyArray<Round>
   /** From each burst's commit to the last client having all of it. */
   readonly bursts: ReadonlyArray<number>
   readonly rssPerStream: number
@@ -37,7 +44,7 @@ interface StreamsMeasure {
 
 /**
  * STREAMS clients (a second process) on `baseUrl`: the RSS per idle stream (`rss` is the server's,
- * settled), then CHANGES page changes made by `change`, each timed to its median and last client,
+ * settled), then ROUNDS rounds of CHANGES page changes made by `change`, each timed to its median and last client,
  * then (with `burst`) BURSTS bursts, each timed to its last change at the last client.
  */
 const measureStreams = async (
@@ -72,16 +79,20 @@ const measureStreams = async (
     await open(STREAMS / 2)
     const rssPerStream = (await rss() - rssHalf) / (STREAMS / 2)
 
-    const last: Array<number> = []
-    const median: Array<number> = []
-    for (let i = 0; i < CHANGES; i++) {
-      const slug = `bench-${i}`
-      const delivered = new Promise<{ last: number; median: number }>((resolve) => waiting.set(slug, resolve))
-      const started = now()
-      await change(slug)
-      const report = await unlessExited(delivered)
-      last.push(report.last - started)
-      median.push(report.median - started)
+    const rounds: Array<Round> = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const last: Array<number> = []
+      const median: Array<number> = []
+      for (let i = 0; i < CHANGES; i++) {
+        const slug = `bench-${round}-${i}`
+        const delivered = new Promise<{ last: number; median: number }>((resolve) => waiting.set(slug, resolve))
+        const started = now()
+        await change(slug)
+        const report = await unlessExited(delivered)
+        last.push(report.last - started)
+        median.push(report.median - started)
+      }
+      rounds.push({ last, median })
     }
     const bursts: Array<number> = []
     for (let i = 0; burst !== undefined && i < BURSTS; i++) {
@@ -92,7 +103,7 @@ const measureStreams = async (
       await burst(slugs)
       bursts.push((await unlessExited(delivered)).last - started)
     }
-    return { last, median, bursts, rssPerStream }
+    return { rounds, bursts, rssPerStream }
   } finally {
     exited.catch(() => undefined)
     child.kill()
@@ -151,27 +162,38 @@ export const run = async () => {
           .then(() => undefined)
     )
 
-    const l = summarize(plinth.last)
-    const m = summarize(plinth.median)
-    const b = summarize(bare.last)
+    // Each round's p50 and p99, as min / median / max over the rounds (of 3 values the p50 is the median).
+    const acrossRounds = (rounds: ReadonlyArray<ReadonlyArray<number>>) => {
+      const each = rounds.map(summarize)
+      return { p50: summarize(each.map((round) => round.p50)), p99: summarize(each.map((round) => round.p99)), max: Math.max(...each.map((round) => round.max)) }
+    }
+    const three = (spread: { min: number; p50: number; max: number }) => `${fmt(spread.min)} / ${fmt(spread.p50)} / ${fmt(spread.max)}`
+    const row = (label: string, rounds: ReadonlyArray<ReadonlyArray<number>>, rest: string) => {
+      const across = acrossRounds(rounds)
+      return `| ${label} | ${three(across.p50)} | ${three(across.p99)} | ${fmt(across.max)} | ${rest} |`
+    }
+    const l = acrossRounds(plinth.rounds.map((round) => round.last))
+    const b = summarize(plinth.bursts)
     const r = summarize(raw)
-    const burst = summarize(plinth.bursts)
     const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`
+    const verdict = (met: boolean) => (met ? "met" : "not met")
     return [
-      `### events: ${STREAMS.toLocaleString("en")} SSE streams, ${CHANGES} page changes (ms from the change)`,
+      `### events: ${STREAMS.toLocaleString("en")} SSE streams, ${ROUNDS} rounds of ${CHANGES} page changes (ms from the change; p50 and p99 of each round as min / median / max)`,
       "",
       "| measure | p50 | p99 | max | RSS per idle stream | target |",
       "| --- | --- | --- | --- | --- | --- |",
-      `| Plinth, to the last client | ${fmt(l.p50)} | ${fmt(l.p99)} | ${fmt(l.max)} | ${kb(plinth.rssPerStream)} | p99 ≤ 150, ≤ 8 KB: ${l.p99 <= 150 && plinth.rssPerStream <= 8 * 1024 ? "met" : "not met"} |`,
-      `| Plinth, to the median client | ${fmt(m.p50)} | ${fmt(m.p99)} | ${fmt(m.max)} | | |`,
-      `| Plinth, ${BURSTS} bursts of ${BURST_SIZE} changes in one transaction, to the last client | ${fmt(burst.p50)} | ${fmt(burst.p99)} | ${fmt(burst.max)} | | |`,
-      `| floor: bare node:http server, to the last client | ${fmt(b.p50)} | ${fmt(b.p99)} | ${fmt(b.max)} | ${kb(bare.rssPerStream)} | |`,
-      `| raw: one LISTEN connection, no HTTP | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | | |`,
+      row("Plinth, to the last client", plinth.rounds.map((round) => round.last), `${kb(plinth.rssPerStream)} | p99 ≤ 150: ${verdict(l.p99.p50 <= 150)}; ≤ 8 KB: ${verdict(plinth.rssPerStream <= 8 * 1024)}`),
+      row("Plinth, to the median client", plinth.rounds.map((round) => round.median), " | "),
+      `| Plinth, ${BURSTS} bursts of ${BURST_SIZE} changes in one transaction, to the last client | ${fmt(b.p50)} | ${fmt(b.p99)} | ${fmt(b.max)} | | |`,
+      row("floor: bare node:http server, to the last client", bare.rounds.map((round) => round.last), `${kb(bare.rssPerStream)} | `),
+      `| raw: one LISTEN connection, no HTTP (${CHANGES} changes) | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | | |`,
       "",
       `RSS per idle stream: the RSS difference between ${(STREAMS / 2).toLocaleString("en")} and ${STREAMS.toLocaleString("en")} open streams, each after a full GC. ` +
       "The floor is a bare node:http server in a process of its own writing each change to every stream (no authentication, no database: " +
       "its change starts when the write loop is told to start), measured with the same clients in the same run: a target below it cannot be met " +
-      "by any server on node:http on this machine."
+      "by any server on node:http on this machine. The clients are bare HTTP/1.1 sockets in one process of their own (bench/sse-clients.ts); " +
+      "each change is one statement on an administrator's connection kept open. Most of a change's time is the kernel's: one write to each " +
+      "stream's socket, about 8–10 µs each here (the loopback delivers to the reader within the write)."
     ].join("\n")
   } finally {
     await stack.close()
