@@ -153,7 +153,8 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
     })
   )
 
-  const attach = Effect.fn("TenantActor.attach")(function*(userId: string, subscriber: Subscriber) {
+  // Untraced: a span made here would live as long as the stream (its finalizer holds it), ~0.5 KB each.
+  const attach = Effect.fnUntraced(function*(userId: string, subscriber: Subscriber) {
     const held = streamsByUser.get(userId) ?? 0
     if (held >= maxStreamsPerUser) return yield* new TooManyStreams({ limit: maxStreamsPerUser })
     streamsByUser.set(userId, held + 1)
