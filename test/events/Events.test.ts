@@ -4,7 +4,7 @@
  * and a killed LISTEN connection is survived with a `resync`.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Redacted } from "effect"
+import { Duration, Effect, Exit, Redacted, Scope } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
 import * as net from "node:net"
@@ -257,23 +257,43 @@ describe("TenantActor", () => {
     expect(subscribers).toBe(1)
   })
 
-  it("heartbeats reach every subscriber once an interval, a slice of them at a time rather than all at once", async () => {
-    const heard = Array.from({ length: 50 }, () => [] as Array<number>)
+  it("heartbeats reach every subscriber once an interval, a tenth of them at a time, however many come and go", async () => {
+    // Each subscriber: when it attached, and when it heard a heartbeat.
+    type Heard = { readonly attached: number; readonly times: Array<number> }
+    const all: Array<Heard> = []
+    const leaving: Array<Scope.Closeable> = []
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const actor = yield* makeTenantActor({ name: "test", maxStreamsPerUser: 100, heartbeat: Duration.millis(500) })
-      for (const times of heard) {
-        yield* actor.attach("user", { offer: (event) => event._tag === "Heartbeat" && times.push(performance.now()) > 0, end: () => undefined })
+      const actor = yield* makeTenantActor({ name: "test", maxStreamsPerUser: 200, heartbeat: Duration.millis(500) })
+      const attach = (scope?: Scope.Scope) => {
+        const heard: Heard = { attached: performance.now(), times: [] }
+        all.push(heard)
+        const attaching = actor.attach("user", { offer: (event) => event._tag === "Heartbeat" && heard.times.push(performance.now()) > 0, end: () => undefined })
+        return scope === undefined ? attaching : Scope.provide(scope)(attaching)
       }
+      for (let i = 0; i < 50; i++) yield* attach()
+      for (let i = 0; i < 40; i++) {
+        const scope = yield* Scope.make()
+        leaving.push(scope)
+        yield* attach(scope)
+      }
+      // Mid-interval: most of the late ones leave, and new ones come.
+      yield* Effect.sleep("230 millis")
+      for (const scope of leaving.slice(5)) yield* Scope.close(scope, Exit.void)
+      for (let i = 0; i < 30; i++) yield* attach()
       yield* Effect.sleep("1750 millis")
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
-    for (const times of heard) {
-      // 3 or 4 on time (by its slice); 2 if the machine's timers run late.
+    const staying = all.filter((_, index) => index < 55 || index >= 90)
+    for (const { attached, times } of staying) {
       expect(times.length).toBeGreaterThanOrEqual(2)
-      expect(times.length).toBeLessThanOrEqual(4)
-      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThan(350)
+      // The first within an interval of attaching, then one an interval (late timers allowed for, not a second interval).
+      expect(times[0]! - attached).toBeLessThan(800)
+      for (let i = 1; i < times.length; i++) {
+        expect(times[i]! - times[i - 1]!).toBeGreaterThan(350)
+        expect(times[i]! - times[i - 1]!).toBeLessThan(800)
+      }
     }
-    // All at once, every first heartbeat would come within a millisecond or two of the others.
-    const firsts = heard.map((times) => times[0]!)
+    // All at once, every first heartbeat of the first fifty would come within a millisecond or two of the others.
+    const firsts = all.slice(0, 50).map(({ times }) => times[0]!)
     expect(Math.max(...firsts) - Math.min(...firsts)).toBeGreaterThan(300)
   })
 
