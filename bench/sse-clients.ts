@@ -17,6 +17,7 @@ const [base, token] = process.argv.slice(2)
 const url = new URL(base!)
 const request = `GET /events HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${token}\r\naccept: text/event-stream\r\n\r\n`
 const SLUG = `"slug":"`
+const CONNECTED = ": connected\n\n"
 const received = new Map<string, Array<number>>()
 let connected = 0
 let count = 0
@@ -51,13 +52,15 @@ const open = (i: number) => {
   socket.on("data", (chunk: string) => {
     pending += chunk
     if (!isConnected) {
-      if (!pending.includes(": connected")) return
-      if (!pending.startsWith("HTTP/1.1 200")) fail(i, pending.slice(0, pending.indexOf("\r\n")))
+      // A refusal (401, 429) is a whole answer that never says `: connected`: fail at its status line.
+      const statusLine = pending.indexOf("\r\n")
+      if (statusLine >= 0 && !pending.startsWith("HTTP/1.1 200")) fail(i, pending.slice(0, statusLine))
+      const at = pending.indexOf(CONNECTED)
+      if (at < 0) return
       isConnected = true
-      pending = ""
+      pending = pending.slice(at + CONNECTED.length)
       if (++connected === count) process.stdout.write(`ready ${count}\n`)
       if (next < count) open(next++)
-      return
     }
     let from = 0
     for (let at = pending.indexOf(SLUG); at >= 0; at = pending.indexOf(SLUG, from)) {

@@ -25,10 +25,12 @@ interface Frame {
 }
 
 const CRLF = encodeText("\r\n")
-const chunkHead = (length: number) => encodeText(`${length.toString(16)}\r\n`)
+/** `parts` as one HTTP/1.1 chunk. */
+const chunkOf = (parts: ReadonlyArray<Uint8Array>, length: number): Uint8Array =>
+  Buffer.concat([encodeText(`${length.toString(16)}\r\n`), ...parts, CRLF])
 const makeFrame = (text: string): Frame => {
   const bytes = encodeText(text)
-  return { bytes, chunk: Buffer.concat([chunkHead(bytes.length), bytes, CRLF]) }
+  return { bytes, chunk: chunkOf([bytes], bytes.length) }
 }
 
 const CONNECTED = encodeText(": connected\n\n")
@@ -56,7 +58,10 @@ const frame = (event: PageEvent): Frame => {
 
 /** The connection a stream's frames can be written to directly, once the platform has sent the head. */
 export interface DirectResponse {
-  /** The head is out and the connection is this response's: what is written now follows it. */
+  /**
+   * The head is written and the connection is this response's: what is written now follows it.
+   * (Node sends the head with the body's first bytes, `: connected`, which the body holds first.)
+   */
   readonly headersSent: boolean
   readonly destroyed: boolean
   readonly writableLength: number
@@ -100,6 +105,7 @@ const directResponse = (response: ServerResponse): DirectResponse => ({
  */
 export const eventStreamBody = (response?: DirectResponse): { readonly body: Readable; readonly subscriber: Subscriber } => {
   const body = new Readable({ read() {} })
+  // First in the body, so nothing written straight to the connection can come before the head.
   body.push(CONNECTED)
   // What waits for the actor's flush: one frame, or with a burst more (kept apart so that the
   // usual single frame allocates nothing per stream).
@@ -108,8 +114,8 @@ export const eventStreamBody = (response?: DirectResponse): { readonly body: Rea
   let heldBytes = 0
   const wire = (held: Frame, chunked: boolean): Uint8Array => {
     if (more.length === 0) return chunked ? held.chunk : held.bytes
-    const bytes = [held.bytes, ...more.map((frame) => frame.bytes)]
-    return chunked ? Buffer.concat([chunkHead(heldBytes), ...bytes, CRLF]) : Buffer.concat(bytes, heldBytes)
+    const parts = [held.bytes, ...more.map((next) => next.bytes)]
+    return chunked ? chunkOf(parts, heldBytes) : Buffer.concat(parts, heldBytes)
   }
   const flush = () => {
     if (first === undefined) return

@@ -55,10 +55,14 @@ export class Model extends Context.Service<Model, {
         Stream.unwrap(Effect.gen(function*() {
           const controller = new AbortController()
           let ended = false
-          // A request still open when its stream is let go (interrupted, or failed on the way) is
-          // cut. One that ended has nothing to cut: aborting it anyway built a DOMException, stack
-          // and all, per model call (1.5 % of a chat turn's CPU).
-          yield* Effect.addFinalizer(() => Effect.sync(() => ended || controller.abort()))
+          // A request still open when its stream is let go (interrupted, failed on the way, or no
+          // longer read) is cut. One that ended has nothing to cut: aborting it anyway built a
+          // DOMException, stack and all, per model call (1.5 % of a chat turn's CPU).
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              if (!ended) controller.abort()
+            })
+          )
           const events = yield* Effect.tryPromise({
             try: () =>
               client.messages.create({

@@ -133,7 +133,8 @@ describe("GET /events", () => {
 
     const chunked = await wire("1.1")
     const [head, body] = chunked.bytes.split("\r\n\r\n", 2) as [string, string]
-    expect(head).toMatch(/^HTTP\/1.1 200 .*\r\n(.*\r\n)*transfer-encoding: chunked$/im)
+    expect(head).toMatch(/^HTTP\/1.1 200 /)
+    expect(head.toLowerCase().split("\r\n")).toContain("transfer-encoding: chunked")
     const rest = chunked.bytes.slice(head.length + 4)
     // Read the body as a client must: <length in hex>CRLF <that many bytes> CRLF, again and again.
     const chunks: Array<string> = []
@@ -398,7 +399,7 @@ describe("a stream body with its response", () => {
 
   it("to a chunked response, a flush is one write of one chunk: a single frame or the whole burst", () => {
     const { written, response } = recordingResponse(true)
-    const { body, subscriber } = eventStreamBody({ ...response, chunked: true, write: response.write })
+    const { body, subscriber } = eventStreamBody({ ...response, chunked: true })
     body.read()
     expect(subscriber.offer(change("a"))).toBe(true)
     subscriber.flush?.()
