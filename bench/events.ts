@@ -8,7 +8,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Queue, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import * as readline from "node:readline"
-import { summarize } from "./stats.ts"
+import { spread, summarize } from "./stats.ts"
 import { signIn, startBenchStack } from "./support.ts"
 
 const STREAMS = Number(process.env.BENCH_EVENT_STREAMS ?? 10_000)
@@ -166,11 +166,8 @@ export const run = async () => {
       const each = rounds.map(summarize)
       return { p50: summarize(each.map((round) => round.p50)), p99: summarize(each.map((round) => round.p99)), max: Math.max(...each.map((round) => round.max)) }
     }
-    const three = (spread: { min: number; p50: number; max: number }) => `${fmt(spread.min)} / ${fmt(spread.p50)} / ${fmt(spread.max)}`
-    const row = (label: string, rounds: ReadonlyArray<ReadonlyArray<number>>, rest: string) => {
-      const across = acrossRounds(rounds)
-      return `| ${label} | ${three(across.p50)} | ${three(across.p99)} | ${fmt(across.max)} | ${rest} |`
-    }
+    const row = (label: string, across: ReturnType<typeof acrossRounds>, rest: string) =>
+      `| ${label} | ${spread(across.p50, 1)} | ${spread(across.p99, 1)} | ${fmt(across.max)} | ${rest} |`
     const l = acrossRounds(plinth.rounds.map((round) => round.last))
     const b = summarize(plinth.bursts)
     const r = summarize(raw)
@@ -181,10 +178,10 @@ export const run = async () => {
       "",
       "| measure | p50 | p99 | max | RSS per idle stream | target |",
       "| --- | --- | --- | --- | --- | --- |",
-      row("Plinth, to the last client", plinth.rounds.map((round) => round.last), `${kb(plinth.rssPerStream)} | p99 ≤ 150: ${verdict(l.p99.p50 <= 150)}; ≤ 8 KB: ${verdict(plinth.rssPerStream <= 8 * 1024)}`),
-      row("Plinth, to the median client", plinth.rounds.map((round) => round.median), " | "),
+      row("Plinth, to the last client", l, `${kb(plinth.rssPerStream)} | p99 ≤ 150: ${verdict(l.p99.p50 <= 150)}; ≤ 8 KB: ${verdict(plinth.rssPerStream <= 8 * 1024)}`),
+      row("Plinth, to the median client", acrossRounds(plinth.rounds.map((round) => round.median)), " | "),
       `| Plinth, ${BURSTS} bursts of ${BURST_SIZE} changes in one transaction, to the last client | ${fmt(b.p50)} | ${fmt(b.p99)} | ${fmt(b.max)} | | |`,
-      row("floor: bare node:http server, to the last client", bare.rounds.map((round) => round.last), `${kb(bare.rssPerStream)} | `),
+      row("floor: bare node:http server, to the last client", acrossRounds(bare.rounds.map((round) => round.last)), `${kb(bare.rssPerStream)} | `),
       `| raw: one LISTEN connection, no HTTP (${CHANGES} changes) | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | | |`,
       "",
       `RSS per idle stream: the RSS difference between ${(STREAMS / 2).toLocaleString("en")} and ${STREAMS.toLocaleString("en")} open streams, each after a full GC. ` +

@@ -9,6 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
+import { spread, summarize } from "./stats.ts"
 import { type BenchStack, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const ROWS = 100_000
@@ -116,11 +117,6 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scena
     idleTimeout: Duration.seconds(30)
   })))), (measure) => measure.transactions)
 
-const stats = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return { min: sorted[0]!, median: sorted[Math.floor(sorted.length / 2)]!, max: sorted.at(-1)! }
-}
-
 const fmt = (value: number, digits = 0) => value.toFixed(digits)
 
 export const run = async () => {
@@ -136,17 +132,15 @@ export const run = async () => {
         raw.push(await rawRound(stack, users, scenario))
       }
       const ratios = http.map((measure, index) => measure.rps / raw[index]!.rps)
-      const h = stats(http.map((m) => m.rps))
-      const r = stats(raw.map((m) => m.rps))
-      const ratio = stats(ratios)
-      const p99 = stats(http.map((m) => m.p99))
-      const cpu = { plinth: stats(http.map((m) => m.cpuMicros)).median, raw: stats(raw.map((m) => m.cpuMicros)).median }
+      const ratio = summarize(ratios)
+      const p99 = summarize(http.map((m) => m.p99))
+      const cpu = { plinth: summarize(http.map((m) => m.cpuMicros)).p50, raw: summarize(raw.map((m) => m.cpuMicros)).p50 }
       const target = scenario === "read" ? { ratio: 0.75, p99: 25 } : { ratio: 0.6, p99: 30 }
       lines.push(
-        `| sql-${scenario} | ${fmt(h.min)} / ${fmt(h.median)} / ${fmt(h.max)} | ${fmt(r.min)} / ${fmt(r.median)} / ${fmt(r.max)} | ` +
-          `${fmt(ratio.min, 2)} / **${fmt(ratio.median, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.median, 1)} | ${fmt(cpu.plinth)} / ${fmt(cpu.raw)} | ` +
+        `| sql-${scenario} | ${spread(summarize(http.map((m) => m.rps)), 0)} | ${spread(summarize(raw.map((m) => m.rps)), 0)} | ` +
+          `${fmt(ratio.min, 2)} / **${fmt(ratio.p50, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.p50, 1)} | ${fmt(cpu.plinth)} / ${fmt(cpu.raw)} | ` +
           `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms | ` +
-          `${ratio.median >= target.ratio && p99.median <= target.p99 ? "met" : "not met"} |`
+          `${ratio.p50 >= target.ratio && p99.p50 <= target.p99 ? "met" : "not met"} |`
       )
     }
     return [

@@ -10,3 +10,7 @@ export const summarize = (samples: ReadonlyArray<number>) => {
   const sorted = [...samples].sort((a, b) => a - b)
   return { min: sorted[0] ?? Number.NaN, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN }
 }
+
+/** A summary's `min / median / max`, as the report's tables show rounds. */
+export const spread = (summary: { readonly min: number; readonly p50: number; readonly max: number }, digits: number) =>
+  `${summary.min.toFixed(digits)} / ${summary.p50.toFixed(digits)} / ${summary.max.toFixed(digits)}`
