@@ -13,6 +13,7 @@ import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts
 import { eventStreamBody } from "../../src/http/EventsRoutes.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
+import { eventually } from "../sql/fixtures.ts"
 
 const HEARTBEAT_MS = 300
 let stack: AuthStack
@@ -115,7 +116,7 @@ describe("GET /events", () => {
       socket.on("data", (chunk: string) => (bytes += chunk))
       socket.write(`GET /events HTTP/${version}\r\nhost: localhost\r\nauthorization: Bearer ${member.token}\r\n\r\n`)
       const until = async (pattern: RegExp) => {
-        for (let i = 0; i < 300 && !pattern.test(bytes); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+        await eventually(async () => pattern.test(bytes), 3_000)
         expect(bytes).toMatch(pattern)
       }
       try {
