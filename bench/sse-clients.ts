@@ -12,6 +12,7 @@
  */
 import * as net from "node:net"
 import * as readline from "node:readline"
+import { percentile } from "./stats.ts"
 
 const [base, token] = process.argv.slice(2)
 const url = new URL(base!)
@@ -21,7 +22,7 @@ const CONNECTED = ": connected\n\n"
 const received = new Map<string, Array<number>>()
 let connected = 0
 let count = 0
-/** Streams asked for and not yet opening: they open OPENING_AT_ONCE at a time (a storm of 5,000 connects overflows the listen backlog). */
+/** The next stream to open: at most OPENING_AT_ONCE are connecting at a time (a storm of 5,000 connects overflows the listen backlog). */
 let next = 0
 const OPENING_AT_ONCE = 500
 
@@ -39,7 +40,7 @@ const receive = (slug: string) => {
   if (times.length === count) {
     received.delete(slug)
     times.sort((a, b) => a - b)
-    process.stdout.write(`${JSON.stringify({ slug, last: times.at(-1), median: times[Math.floor(times.length / 2)] })}\n`)
+    process.stdout.write(`${JSON.stringify({ slug, last: times.at(-1), median: percentile(times, 50) })}\n`)
   }
 }
 
