@@ -185,7 +185,9 @@ export const run = async () => {
       `| raw: one LISTEN connection, no HTTP (${CHANGES} changes) | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.max)} | | |`,
       "",
       `RSS per idle stream: the RSS difference between ${(STREAMS / 2).toLocaleString("en")} and ${STREAMS.toLocaleString("en")} open streams, each after a full GC. ` +
-      "The floor is a bare node:http server in a process of its own writing each change to every stream's socket as one pre-framed chunk, as Plinth does (no authentication, no database: " +
+      "Each stream's connection is taken from node:http once it streams (src/http/TakenConnections.ts): node:http's request, response and parser " +
+      "were ~15 KB of each idle stream. The floor is a bare node:http server in a process of its own that takes the connections the same way " +
+      "and writes each change to every socket as one write, as Plinth does (no authentication, no database: " +
       "its change starts when the write loop is told to start), measured with the same clients in the same run: a target below it cannot be met " +
       "by any server on node:http on this machine. The clients are bare HTTP/1.1 sockets in one process of their own (bench/sse-clients.ts); " +
       "each change is one statement on an administrator's connection kept open. Most of a change's time is the kernel's: one write to each " +

@@ -1,19 +1,22 @@
 /**
  * The floor of the `events` bench, in a process of its own: a bare `node:http` server holding
  * event streams and writing each page change to every one of them, with no authentication,
- * framework or fan-out logic. (HTTP/1.1 clients only: each write is one chunk.) Commands on stdin, one per line, each answered on stdout:
- * `rss` → `rss <bytes>` (after a full GC, settled); `change <slug>` → `sent` once written to all.
- * Prints `port <n>` first. Usage: node --expose-gc bench/sse-bare-server.ts
+ * framework or fan-out logic. Like Plinth, it takes each stream's connection from node:http
+ * (src/http/TakenConnections.ts) and writes to the socket. Commands on stdin, one per line, each
+ * answered on stdout: `rss` → `rss <bytes>` (after a full GC, settled); `change <slug>` → `sent`
+ * once written to all. Prints `port <n>` first. Usage: node --expose-gc bench/sse-bare-server.ts
  */
-import { createServer, type ServerResponse } from "node:http"
+import type { Socket } from "node:net"
 import * as readline from "node:readline"
+import { StreamingServer, takeConnection } from "../src/http/TakenConnections.ts"
 
-const streams = new Set<ServerResponse>()
-const server = createServer((_request, response) => {
-  response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-  response.write(": connected\n\n")
-  streams.add(response)
-  response.on("close", () => streams.delete(response))
+const streams = new Set<Socket>()
+const server = new StreamingServer({})
+server.on("request", (request, response) => {
+  const socket = takeConnection(server, request, response, response.socket!)
+  socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n: connected\n\n")
+  streams.add(socket)
+  socket.on("close", () => streams.delete(socket))
 })
 server.listen(0, "127.0.0.1", () => {
   const address = server.address()
@@ -28,11 +31,9 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
       process.stdout.write(`rss ${process.memoryUsage().rss}\n`)
     }, 1_000)
   } else if (command === "change") {
-    // One chunk, built once, written to each socket as one write: node:http at its cheapest (its
-    // own response.write makes three writes per call, corked until the next tick).
+    // Built once, written to each socket as one write: node:http at its cheapest.
     const frame = Buffer.from(`event: page_change\ndata: ${JSON.stringify({ schema: "public", slug: argument })}\n\n`)
-    const chunk = Buffer.concat([Buffer.from(`${frame.length.toString(16)}\r\n`), frame, Buffer.from("\r\n")])
-    for (const response of streams) response.socket?.write(chunk)
+    for (const socket of streams) socket.write(frame)
     process.stdout.write("sent\n")
   }
 })

@@ -13,7 +13,7 @@
  * timer and a merge per stream was most of a stream's memory), to a tenth of them each tick.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Queue, Schema, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Queue, Schema, Scope } from "effect"
 
 export const PAGE_CHANNEL = "page_change"
 
@@ -159,14 +159,14 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
     const group = groups[nextGroup]!
     nextGroup = (nextGroup + 1) % HEARTBEAT_GROUPS
     group.add(subscriber)
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        if (group.delete(subscriber)) subscriber.end()
-        const left = (streamsByUser.get(userId) ?? 1) - 1
-        if (left <= 0) streamsByUser.delete(userId)
-        else streamsByUser.set(userId, left)
-      })
-    )
+    // Scope.addFinalizer, not Effect.addFinalizer: that one keeps the caller's whole context (an
+    // event stream's request, ~4 KB) until the finalizer runs.
+    yield* Scope.addFinalizer(yield* Effect.scope, Effect.sync(() => {
+      if (group.delete(subscriber)) subscriber.end()
+      const left = (streamsByUser.get(userId) ?? 1) - 1
+      if (left <= 0) streamsByUser.delete(userId)
+      else streamsByUser.set(userId, left)
+    }))
   })
 
   return { name: options.name, attach, subscribers: () => groups.reduce((count, group) => count + group.size, 0) } satisfies TenantActorShape

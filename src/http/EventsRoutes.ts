@@ -4,50 +4,33 @@
  * The stream opens with `: connected`, sends `: heartbeat` every EVENTS_HEARTBEAT (30 s), and
  * `event: page_change` / `event: resync` as the tenant's actor publishes them.
  */
-import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect } from "effect"
-import { ServerResponse } from "node:http"
-import { Readable } from "node:stream"
+import { Effect, Exit, References, Scope } from "effect"
 import { Sse } from "effect/encoding"
+import type { Socket } from "node:net"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type PageEvent, type Subscriber, TenantActor } from "../actors/TenantActor.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
 import { TooManyRequests } from "./Errors.ts"
+import { TakenConnections } from "./TakenConnections.ts"
+import { holdTenant } from "./TenantSelection.ts"
 
 const encoder = new TextEncoder()
-const encodeText = (text: string) => encoder.encode(text)
 
-/** An event's bytes, as is and as one HTTP/1.1 chunk (`<length in hex>\r\n<bytes>\r\n`). */
-interface Frame {
-  readonly bytes: Uint8Array
-  readonly chunk: Uint8Array
-}
-
-const CRLF = encodeText("\r\n")
-/** `parts` as one HTTP/1.1 chunk. */
-const chunkOf = (parts: ReadonlyArray<Uint8Array>, length: number): Uint8Array =>
-  Buffer.concat([encodeText(`${length.toString(16)}\r\n`), ...parts, CRLF])
-const makeFrame = (text: string): Frame => {
-  const bytes = encodeText(text)
-  return { bytes, chunk: chunkOf([bytes], bytes.length) }
-}
-
-const CONNECTED = encodeText(": connected\n\n")
 /** What a stream may hold unsent before it is let go: about 256 page changes. */
 const MAX_BUFFERED_BYTES = 32 * 1024
-const HEARTBEAT = makeFrame(": heartbeat\n\n")
+const HEARTBEAT = encoder.encode(": heartbeat\n\n")
 
 /**
- * One event goes to every stream of the tenant as the same object: its frame is built once and
+ * One event goes to every stream of the tenant as the same object: its bytes are encoded once and
  * shared (with thousands of streams, encoding per stream is most of the work of a page change).
  */
-const frames = new WeakMap<PageEvent, Frame>()
-const frame = (event: PageEvent): Frame => {
+const frames = new WeakMap<PageEvent, Uint8Array>()
+const frame = (event: PageEvent): Uint8Array => {
   if (event._tag === "Heartbeat") return HEARTBEAT
   const known = frames.get(event)
   if (known !== undefined) return known
-  const made = makeFrame(
+  const made = encoder.encode(
     event._tag === "PageChange"
       ? Sse.encoder.write({ _tag: "Event", event: "page_change", id: undefined, data: JSON.stringify({ schema: event.schema, slug: event.slug }) })
       : Sse.encoder.write({ _tag: "Event", event: "resync", id: undefined, data: "{}" })
@@ -56,96 +39,81 @@ const frame = (event: PageEvent): Frame => {
   return made
 }
 
-/** The connection a stream's frames can be written to directly, once the platform has sent the head. */
-export interface DirectResponse {
-  /**
-   * The head is written and the connection is this response's: what is written now follows it.
-   * (Node sends the head with the body's first bytes, `: connected`, which the body holds first.)
-   */
-  readonly headersSent: boolean
+/**
+ * The response's head and its first bytes. The body ends when the connection closes (no length,
+ * no chunks: HTTP/1.0 and 1.1 clients read it alike), which is how a stream ends anyway.
+ */
+const headOf = (requestId: string | undefined) =>
+  encoder.encode(
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\n" +
+      (requestId === undefined ? "" : `x-request-id: ${requestId}\r\n`) +
+      "connection: close\r\n\r\n: connected\n\n"
+  )
+
+/** The connection a stream writes to (a socket; its shape, for tests). */
+export interface StreamConnection {
   readonly destroyed: boolean
+  /** Bytes written but not yet sent. */
   readonly writableLength: number
-  /** The body is sent in HTTP/1.1 chunks, so each write must be one. */
-  readonly chunked: boolean
-  /** Writes bytes as they go on the wire. */
-  readonly write: (wire: Uint8Array) => boolean
+  readonly write: (bytes: Uint8Array) => boolean
+  readonly destroy: () => void
 }
 
 /**
- * Writes go to the socket itself, each already one chunk: the response's own `write` makes three
- * writes per call (length, bytes, CRLF), corked until the next tick. Measured with 10,000 streams:
- * 110–165 ms until a change was on its way to all of them that way, 70–100 ms this way.
+ * One client's stream, as the tenant's actor sees it: no fiber, queue or body per stream (with ten
+ * thousand streams, those were most of the memory and of a change's latency). What the actor hands
+ * over is held until its `flush` and then written to the connection in one write, so that a burst
+ * of events goes out at once (measured: a burst of 20 changes to 10,000 streams took 2.6 s written
+ * one by one). Before the connection is taken from node:http (`start`), events are held too. A
+ * stream whose connection holds MAX_BUFFERED_BYTES unsent is let go (it ends; the client
+ * reconnects and refetches).
  */
-const directResponse = (response: ServerResponse): DirectResponse => ({
-  // Until the response has the socket (a pipelined request behind another), its bytes wait inside it.
-  get headersSent() {
-    return response.headersSent && response.socket !== null
-  },
-  get destroyed() {
-    return response.destroyed
-  },
-  get writableLength() {
-    return response.writableLength
-  },
-  get chunked() {
-    return response.chunkedEncoding
-  },
-  write: (wire) => response.socket?.write(wire) ?? false
-})
+export class EventStream implements Subscriber {
+  private connection: StreamConnection | undefined
+  private ended = false
+  // What waits for the flush: one frame, or with a burst more (kept apart so that the usual
+  // single frame allocates nothing per stream).
+  private first: Uint8Array | undefined
+  private more: Array<Uint8Array> | undefined
+  private heldBytes = 0
 
-/**
- * A stream's body, which the tenant's actor writes each event's bytes into: no fiber or queue per
- * stream (with ten thousand streams they were most of the memory and of a change's latency).
- * Node pipes the body to the socket. Once the head is sent and everything pushed before has gone
- * out, frames go through `response` straight to the connection, skipping the body's flow (a tick
- * and an event per stream and frame), held until the actor's `flush`, so that a burst of events
- * goes out in one write (measured: a burst of 20 changes to 10,000 streams took 2.6 s written one
- * by one). Until then, and without a response, they are pushed in order. A stream that holds
- * MAX_BUFFERED_BYTES unsent is let go (it ends; the client reconnects and refetches).
- */
-export const eventStreamBody = (response?: DirectResponse): { readonly body: Readable; readonly subscriber: Subscriber } => {
-  const body = new Readable({ read() {} })
-  // First in the body, so nothing written straight to the connection can come before the head.
-  body.push(CONNECTED)
-  // What waits for the actor's flush: one frame, or with a burst more (kept apart so that the
-  // usual single frame allocates nothing per stream).
-  let first: Frame | undefined
-  const more: Array<Frame> = []
-  let heldBytes = 0
-  const wire = (held: Frame, chunked: boolean): Uint8Array => {
-    if (more.length === 0) return chunked ? held.chunk : held.bytes
-    const parts = [held.bytes, ...more.map((next) => next.bytes)]
-    return chunked ? chunkOf(parts, heldBytes) : Buffer.concat(parts, heldBytes)
+  offer(event: PageEvent): boolean {
+    if (this.ended || this.connection?.destroyed === true) return false
+    const next = frame(event)
+    if ((this.connection?.writableLength ?? 0) + this.heldBytes + next.length > MAX_BUFFERED_BYTES) return false
+    if (this.first === undefined) this.first = next
+    else (this.more ??= []).push(next)
+    this.heldBytes += next.length
+    return true
   }
-  const flush = () => {
-    if (first === undefined) return
-    if (response !== undefined && !response.destroyed) response.write(wire(first, response.chunked))
-    first = undefined
-    more.length = 0
-    heldBytes = 0
-  }
-  return {
-    body,
-    subscriber: {
-      offer: (event) => {
-        if (response !== undefined && response.headersSent && body.readableLength === 0) {
-          const next = frame(event)
-          if (response.destroyed || response.writableLength + heldBytes + next.bytes.length > MAX_BUFFERED_BYTES) return false
-          if (first === undefined) first = next
-          else more.push(next)
-          heldBytes += next.bytes.length
-          return true
-        }
-        if (body.readableLength > MAX_BUFFERED_BYTES) return false
-        body.push(frame(event).bytes)
-        return true
-      },
-      flush,
-      end: () => {
-        flush()
-        body.push(null)
-      }
+
+  flush(): void {
+    if (this.connection === undefined || this.first === undefined) return
+    if (!this.connection.destroyed) {
+      this.connection.write(this.more === undefined ? this.first : Buffer.concat([this.first, ...this.more], this.heldBytes))
     }
+    this.first = undefined
+    this.more = undefined
+    this.heldBytes = 0
+  }
+
+  /**
+   * Sends what is held and closes the connection: at once, since a stream that is let go has 32 KiB
+   * its client does not read, which a graceful end would wait for (what the kernel has is still sent).
+   */
+  end(): void {
+    this.ended = true
+    if (this.connection === undefined) return
+    this.flush()
+    this.connection.destroy()
+  }
+
+  /** Writes `head` to `connection`, then what is held, and from then on writes there. */
+  start(connection: StreamConnection, head: Uint8Array): void {
+    this.connection = connection
+    connection.write(head)
+    if (this.ended) this.end()
+    else this.flush()
   }
 }
 
@@ -153,19 +121,47 @@ export const eventStreamBody = (response?: DirectResponse): { readonly body: Rea
 const bearerToken = (request: HttpServerRequest.HttpServerRequest): string =>
   bearerCredential(request.headers.authorization) || (new URL(request.url, "http://localhost").searchParams.get("token") ?? "")
 
+/**
+ * Closes `lifetime` when `connection` closes. Not inline in the route: a closure there would keep
+ * the whole request (its fiber's context, node:http's objects) for as long as the stream.
+ */
+const closeWithConnection = (lifetime: Scope.Closeable, connection: Socket) => {
+  const close = () => Effect.runFork(Scope.close(lifetime, Exit.void))
+  if (connection.closed) close()
+  else connection.once("close", close)
+}
+
+/**
+ * The stream lives as long as its connection, not as its request: its place at the tenant's actor
+ * and its hold on the tenant are in a scope of its own, closed when the connection closes. The
+ * request ends once the connection is taken, with nothing of it left behind (a request's fiber,
+ * scope and node:http objects were ~20 KB of each idle stream).
+ */
 export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const tokens = yield* AccessTokens
   const tenant = yield* TenantActor
+  const connections = yield* TakenConnections
   const principal = yield* authenticate(tokens, bearerToken(request))
-  const response = NodeHttpServerRequest.toServerResponse(request)
-  const { body, subscriber } = eventStreamBody(response instanceof ServerResponse ? directResponse(response) : undefined)
-  // Attach before answering: a client that has seen `: connected` misses nothing after it.
-  yield* tenant.attach(principal.userId, subscriber).pipe(
-    Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
+  const stream = new EventStream()
+  const lifetime = yield* Scope.make()
+  const opened = yield* Effect.gen(function*() {
+    yield* holdTenant
+    // Attached before answering: a client that has seen `: connected` misses nothing after it.
+    yield* tenant.attach(principal.userId, stream).pipe(
+      Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
+    )
+    return yield* connections.take(request)
+  }).pipe(
+    Scope.provide(lifetime),
+    Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Scope.close(lifetime, exit)))
   )
-  return HttpServerResponse.raw(body, {
-    contentType: "text/event-stream",
-    headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
-  })
+  if (opened !== undefined) {
+    closeWithConnection(lifetime, opened)
+    // The id the request's log line and every other response carry (HttpServerLive's Responses).
+    const requestId = (yield* References.CurrentLogAnnotations)["requestId"]
+    stream.start(opened, headOf(typeof requestId === "string" ? requestId : undefined))
+  }
+  // Not sent: the connection is the stream's now. It is the request's outcome for its log line.
+  return HttpServerResponse.empty({ status: 200 })
 }))

@@ -31,6 +31,18 @@ export class TenantSource extends Context.Service<TenantSource, {
 /** The tenant of the current request (multi-tenant mode); JWTs must carry the same name. */
 export const CurrentTenant = Context.Reference<Option.Option<string>>("plinth/CurrentTenant", { defaultValue: () => Option.none() })
 
+/**
+ * The current request's tenant (multi-tenant mode), held for the caller's scope as well: an event
+ * stream outlives its request, and its tenant must not be released as idle while it is open.
+ */
+export const holdTenant: Effect.Effect<void, never, TenantSource | Scope.Scope> = Effect.gen(function*() {
+  const source = yield* TenantSource
+  const name = yield* CurrentTenant
+  if (Option.isNone(source.tenant) || Option.isNone(name)) return
+  // The request holds the tenant already: this only counts one more holder, and cannot fail.
+  yield* Effect.orDie(source.tenant.value(name.value))
+})
+
 const PROCESS_PATHS = new Set(["/health", "/ready", "/openapi.json"])
 
 const plainError = (status: number, error: string) => HttpServerResponse.jsonUnsafe({ error }, { status })

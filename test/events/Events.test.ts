@@ -10,7 +10,7 @@ import * as http from "node:http"
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts"
-import { eventStreamBody } from "../../src/http/EventsRoutes.ts"
+import { EventStream } from "../../src/http/EventsRoutes.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
 import { eventually } from "../sql/fixtures.ts"
@@ -107,14 +107,14 @@ describe("GET /events", () => {
     }
   })
 
-  it("on the wire, every frame after the head is one HTTP/1.1 chunk; an HTTP/1.0 client gets the frames bare", async () => {
+  it("on the wire: the head, then the frames as they are until the connection closes, alike for HTTP/1.1 and HTTP/1.0", async () => {
     const wire = async (version: "1.1" | "1.0") => {
       const { port } = new URL(stack.main.url)
       const socket = net.connect(Number(port), "127.0.0.1")
       let bytes = ""
       socket.setEncoding("latin1")
       socket.on("data", (chunk: string) => (bytes += chunk))
-      socket.write(`GET /events HTTP/${version}\r\nhost: localhost\r\nauthorization: Bearer ${member.token}\r\n\r\n`)
+      socket.write(`GET /events HTTP/${version}\r\nhost: localhost\r\nx-request-id: wire-${version}\r\nauthorization: Bearer ${member.token}\r\n\r\n`)
       const until = async (pattern: RegExp) => {
         await eventually(async () => pattern.test(bytes), 3_000)
         expect(bytes).toMatch(pattern)
@@ -130,31 +130,33 @@ describe("GET /events", () => {
         socket.destroy()
       }
     }
-    const frameOf = (slug: string) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`
-
-    const chunked = await wire("1.1")
-    const [head, body] = chunked.bytes.split("\r\n\r\n", 2) as [string, string]
-    expect(head).toMatch(/^HTTP\/1.1 200 /)
-    expect(head.toLowerCase().split("\r\n")).toContain("transfer-encoding: chunked")
-    const rest = chunked.bytes.slice(head.length + 4)
-    // Read the body as a client must: <length in hex>CRLF <that many bytes> CRLF, again and again.
-    const chunks: Array<string> = []
-    for (let at = 0; at < rest.length;) {
-      const line = rest.indexOf("\r\n", at)
-      const length = Number.parseInt(rest.slice(at, line), 16)
-      expect(rest.slice(at, line)).toMatch(/^[0-9a-f]+$/)
-      chunks.push(rest.slice(line + 2, line + 2 + length))
-      expect(rest.slice(line + 2 + length, line + 4 + length)).toBe("\r\n")
-      at = line + 4 + length
+    const frameOf = (slug: string) => `event: page_change\ndata: \\{"schema":"public","slug":"${slug}"\\}\n\n`
+    for (const version of ["1.1", "1.0"] as const) {
+      const { bytes, slug } = await wire(version)
+      const head = bytes.slice(0, bytes.indexOf("\r\n\r\n")).toLowerCase().split("\r\n")
+      expect(head[0]).toMatch(/^http\/1.1 200 /)
+      expect(head).toEqual(expect.arrayContaining(["content-type: text/event-stream", "cache-control: no-cache", `x-request-id: wire-${version}`, "connection: close"]))
+      expect(head.filter((line) => /^(transfer-encoding|content-length):/.test(line))).toEqual([])
+      expect(bytes.slice(bytes.indexOf("\r\n\r\n") + 4)).toMatch(new RegExp(`^: connected\n\n(: heartbeat\n\n)*${frameOf(slug)}(: heartbeat\n\n)*$`))
     }
-    expect(body.length).toBeGreaterThan(0)
-    expect(chunks.join("")).toMatch(/^: connected\n\n(: heartbeat\n\n)*/)
-    expect(chunks).toContain(frameOf(chunked.slug))
+  })
 
-    const bare = await wire("1.0")
-    expect(bare.bytes).toMatch(/^HTTP\/1.1 200 /)
-    expect(bare.bytes).not.toMatch(/transfer-encoding/i)
-    expect(bare.bytes.slice(bare.bytes.indexOf("\r\n\r\n") + 4)).toMatch(new RegExp(`^: connected\n\n(: heartbeat\n\n)*${frameOf(bare.slug).replace(/[{}]/g, "\\$&")}(: heartbeat\n\n)*$`))
+  it("a stream pipelined behind another request opens once that one is answered", async () => {
+    const { port } = new URL(stack.main.url)
+    const socket = net.connect(Number(port), "127.0.0.1")
+    let bytes = ""
+    socket.setEncoding("latin1")
+    socket.on("data", (chunk: string) => (bytes += chunk))
+    const auth = `authorization: Bearer ${member.token}`
+    socket.write(`GET /health HTTP/1.1\r\nhost: localhost\r\n\r\nGET /events HTTP/1.1\r\nhost: localhost\r\n${auth}\r\n\r\n`)
+    try {
+      await eventually(async () => bytes.includes(": connected\n\n"), 3_000)
+      const [health, events] = bytes.split(/(?=HTTP\/1.1 )/) as [string, string]
+      expect(health).toMatch(/^HTTP\/1.1 200 [^]*\r\n\r\n\{"status":"ok"/)
+      expect(events).toMatch(/^HTTP\/1.1 200 [^]*content-type: text\/event-stream[^]*\r\n\r\n: connected\n\n$/)
+    } finally {
+      socket.destroy()
+    }
   })
 
   it("is 401 without a token or with a bad one, and answers text/event-stream with one", async () => {
@@ -325,104 +327,93 @@ describe("TenantActor", () => {
     expect(slugs).toEqual(["b1", "b2", "b3", "b4", "b5"])
     expect(flushes).toBe(1)
   })
-
-  it("a stream body nobody reads is let go once 32 KiB wait unsent; what it holds still ends the body in order", async () => {
-    const { body, subscriber } = eventStreamBody()
-    const change: PageEvent = { _tag: "PageChange", schema: "public", slug: "p".repeat(100) }
-    let taken = 0
-    while (taken < 10_000 && subscriber.offer(change)) taken++
-    expect(taken).toBeGreaterThan(200)
-    expect(taken).toBeLessThan(400)
-    expect(subscriber.offer({ _tag: "Heartbeat" })).toBe(false)
-    subscriber.end()
-    const chunks: Array<Buffer> = []
-    for await (const chunk of body) chunks.push(chunk as Buffer)
-    const frames = Buffer.concat(chunks).toString("utf8").split("\n\n").filter((frame) => frame !== "")
-    expect(frames[0]).toBe(": connected")
-    expect(frames.slice(1)).toEqual(Array.from({ length: taken }, () => `event: page_change\ndata: {"schema":"public","slug":"${"p".repeat(100)}"}`))
-  })
 })
 
-describe("a stream body with its response", () => {
+describe("an event stream", () => {
   const change = (slug: string): PageEvent => ({ _tag: "PageChange", schema: "public", slug })
+  const frameOf = (slug: string) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`
   const text = (chunks: ReadonlyArray<Uint8Array>) => Buffer.concat(chunks).toString("utf8")
-  /** A response that records what is written to it. */
-  const recordingResponse = (headersSent: boolean) => {
-    const written: Array<Uint8Array> = []
-    return { written, response: { headersSent, destroyed: false, writableLength: 0, chunked: false, write: (chunk: Uint8Array) => written.push(chunk) > 0 } }
+  const HEAD = Buffer.from("HEAD\n")
+  /** A connection that records what is written to it. */
+  const recording = () => {
+    const connection = {
+      written: [] as Array<Uint8Array>,
+      destroyed: false,
+      writableLength: 0,
+      write: (bytes: Uint8Array) => connection.written.push(bytes) > 0,
+      destroy: () => void (connection.destroyed = true)
+    }
+    return connection
   }
 
-  it("frames go into the body until the head is sent and the body has drained, then straight to the response, in order", async () => {
-    const { written, response } = recordingResponse(false)
-    const { body, subscriber } = eventStreamBody(response)
-    expect(subscriber.offer(change("a"))).toBe(true)
-    response.headersSent = true
-    // Head sent, but ": connected" and "a" still wait in the body: "b" must queue behind them.
-    expect(subscriber.offer(change("b"))).toBe(true)
-    expect(written).toHaveLength(0)
-    const piped: Array<Uint8Array> = []
-    while (body.readableLength > 0) piped.push(body.read() as Uint8Array)
-    expect(subscriber.offer(change("c"))).toBe(true)
-    subscriber.flush?.()
-    expect(text(piped)).toBe(': connected\n\nevent: page_change\ndata: {"schema":"public","slug":"a"}\n\nevent: page_change\ndata: {"schema":"public","slug":"b"}\n\n')
-    expect(text(written)).toBe('event: page_change\ndata: {"schema":"public","slug":"c"}\n\n')
+  it("holds what it is offered until it starts; then writes the head, and what it holds in one write", () => {
+    const stream = new EventStream()
+    const connection = recording()
+    expect(stream.offer(change("a"))).toBe(true)
+    stream.flush()
+    expect(stream.offer(change("b"))).toBe(true)
+    stream.start(connection, HEAD)
+    expect(connection.written.map((bytes) => Buffer.from(bytes).toString("utf8"))).toEqual(["HEAD\n", frameOf("a") + frameOf("b")])
+    expect(stream.offer(change("c"))).toBe(true)
+    stream.flush()
+    expect(text(connection.written.slice(2))).toBe(frameOf("c"))
   })
 
-  it("a response that holds 32 KiB unsent, or is gone, takes nothing more: the stream is let go", () => {
-    const { written, response } = recordingResponse(true)
-    const { body, subscriber } = eventStreamBody(response)
-    body.read()
-    expect(subscriber.offer(change("a"))).toBe(true)
-    subscriber.flush?.()
-    response.writableLength = 32 * 1024 + 1
-    expect(subscriber.offer(change("b"))).toBe(false)
-    response.writableLength = 0
-    response.destroyed = true
-    expect(subscriber.offer(change("c"))).toBe(false)
-    expect(written).toHaveLength(1)
+  it("what the actor hands over between two flushes goes out in one write, in order; ending sends what is held, then closes the connection", () => {
+    const stream = new EventStream()
+    const connection = recording()
+    stream.start(connection, HEAD)
+    for (const slug of ["a", "b", "c"]) expect(stream.offer(change(slug))).toBe(true)
+    expect(connection.written).toHaveLength(1)
+    stream.flush()
+    expect(connection.written).toHaveLength(2)
+    expect(text(connection.written.slice(1))).toBe(frameOf("a") + frameOf("b") + frameOf("c"))
+    stream.flush()
+    expect(connection.written).toHaveLength(2)
+    expect(stream.offer(change("d"))).toBe(true)
+    stream.end()
+    expect(text(connection.written.slice(2))).toBe(frameOf("d"))
+    expect(connection.destroyed).toBe(true)
+    expect(stream.offer(change("e"))).toBe(false)
   })
 
-  it("what the actor hands over between two flushes goes out in one write, in order; ending sends what is held", () => {
-    const { written, response } = recordingResponse(true)
-    const { body, subscriber } = eventStreamBody(response)
-    body.read()
-    for (const slug of ["a", "b", "c"]) expect(subscriber.offer(change(slug))).toBe(true)
-    expect(written).toHaveLength(0)
-    subscriber.flush?.()
-    expect(written).toHaveLength(1)
-    expect(text(written)).toBe(["a", "b", "c"].map((slug) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`).join(""))
-    subscriber.flush?.()
-    expect(written).toHaveLength(1)
-    expect(subscriber.offer(change("d"))).toBe(true)
-    subscriber.end()
-    expect(text(written.slice(1))).toBe('event: page_change\ndata: {"schema":"public","slug":"d"}\n\n')
+  it("ended before it starts (its tenant stopped), it writes the head and what it held, then closes the connection", () => {
+    const stream = new EventStream()
+    const connection = recording()
+    expect(stream.offer(change("a"))).toBe(true)
+    stream.end()
+    stream.start(connection, HEAD)
+    expect(text(connection.written)).toBe(`HEAD\n${frameOf("a")}`)
+    expect(connection.destroyed).toBe(true)
   })
 
-  it("to a chunked response, a flush is one write of one chunk: a single frame or the whole burst", () => {
-    const { written, response } = recordingResponse(true)
-    const { body, subscriber } = eventStreamBody({ ...response, chunked: true })
-    body.read()
-    expect(subscriber.offer(change("a"))).toBe(true)
-    subscriber.flush?.()
-    const a = 'event: page_change\ndata: {"schema":"public","slug":"a"}\n\n'
-    expect(text(written)).toBe(`${a.length.toString(16)}\r\n${a}\r\n`)
-    for (const slug of ["b", "c"]) expect(subscriber.offer(change(slug))).toBe(true)
-    subscriber.flush?.()
-    const bc = ["b", "c"].map((slug) => `event: page_change\ndata: {"schema":"public","slug":"${slug}"}\n\n`).join("")
-    expect(written).toHaveLength(2)
-    expect(text(written.slice(1))).toBe(`${bc.length.toString(16)}\r\n${bc}\r\n`)
-  })
-
-  it("what is held counts toward the 32 KiB: a burst that would pass it lets the stream go", () => {
-    const { written, response } = recordingResponse(true)
-    const { body, subscriber } = eventStreamBody(response)
-    body.read()
+  it("is let go once 32 KiB would wait unsent: held before it starts, held for a flush, or unsent at its connection", () => {
     const big = change("p".repeat(1000))
-    let taken = 0
-    while (taken < 1000 && subscriber.offer(big)) taken++
+    const fill = (stream: EventStream) => {
+      let taken = 0
+      while (taken < 1000 && stream.offer(big)) taken++
+      return taken
+    }
+    // Never started (nobody reads): what it holds counts.
+    const unstarted = new EventStream()
+    const taken = fill(unstarted)
     expect(taken).toBeGreaterThan(20)
     expect(taken).toBeLessThan(40)
-    expect(written).toHaveLength(0)
+    // Started: what it holds for the flush and what its connection has not sent count together.
+    const stream = new EventStream()
+    const connection = recording()
+    stream.start(connection, HEAD)
+    connection.writableLength = 16 * 1024
+    expect(fill(stream)).toBe(Math.floor((16 * 1024) / frameOf("p".repeat(1000)).length))
+    stream.flush()
+    connection.writableLength = 32 * 1024 + 1
+    expect(stream.offer(change("a"))).toBe(false)
+    // A connection that is gone takes nothing.
+    const gone = new EventStream()
+    const closed = recording()
+    gone.start(closed, HEAD)
+    closed.destroyed = true
+    expect(gone.offer(change("a"))).toBe(false)
   })
 })
 

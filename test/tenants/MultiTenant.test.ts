@@ -163,6 +163,30 @@ describe("isolation", () => {
 })
 
 describe("idle tenants", () => {
+  it("are not released while an event stream of theirs is open: changes still reach it past TENANT_IDLE_TIMEOUT", async () => {
+    let text = ""
+    let ended = false
+    const request = http.get(new URL(`/events?token=${globexOwner}`, main.url), { headers: { "x-tenant": globex }, agent: false }, (response) => {
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (text += chunk))
+      response.on("end", () => (ended = true))
+    })
+    request.on("error", () => undefined)
+    try {
+      for (let i = 0; i < 100 && !text.includes("connected"); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(text).toContain(": connected")
+      // Longer than TENANT_IDLE_TIMEOUT (1 s) without a request of the tenant.
+      await new Promise((resolve) => setTimeout(resolve, 1_800))
+      expect(ended).toBe(false)
+      expect((await sql(globex, globexOwner, "SELECT sys.create_page('kept', 'Kept', '')")).status).toBe(200)
+      for (let i = 0; i < 100 && !text.includes("kept"); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(text).toContain(`data: {"schema":"public","slug":"kept"}`)
+    } finally {
+      request.destroy()
+    }
+  })
+
+
   it("release their connections after TENANT_IDLE_TIMEOUT, and come back on the next request", async () => {
     const connections = async () =>
       (await query(control.adminUrl, (s) =>
