@@ -10,7 +10,7 @@
  * sends every subscriber `Resync`: events may have been missed, so clients refetch.
  *
  * Heartbeats go the same way, from one timer for all subscribers (with ten thousand streams, a
- * timer and a merge per stream was most of a stream's memory), to a tenth of them each tick.
+ * timer and a merge per stream was most of a stream's memory), to a hundredth of them each tick.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Queue, Schema, Scope } from "effect"
@@ -26,8 +26,12 @@ export type PageEvent =
 /** Publications of one event each. */
 const HEARTBEAT: ReadonlyArray<PageEvent> = [{ _tag: "Heartbeat" }]
 const RESYNC: ReadonlyArray<PageEvent> = [{ _tag: "Resync" }]
-/** Heartbeats go out in this many ticks per interval, to a group of the streams each. */
-const HEARTBEAT_GROUPS = 10
+/**
+ * Heartbeats go out in this many ticks per interval, to a group of the streams each: with 10,000
+ * streams a tick is ~1 ms of writes, which is all a page change arriving meanwhile waits (with
+ * ten groups it was ~10 ms, in the tail of the events bench: README, Performance).
+ */
+const HEARTBEAT_GROUPS = 100
 
 /**
  * Where one subscriber's events go. `offer` must not block: false means the subscriber cannot take
@@ -79,7 +83,7 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   const maxStreamsPerUser = options.maxStreamsPerUser ?? DEFAULT_MAX_STREAMS_PER_USER
   // The subscribers in HEARTBEAT_GROUPS groups, joined in turn: a page change goes to all of them,
   // each tick of the heartbeat timer to one group. So every stream hears one heartbeat per interval
-  // (its first within one), and the event loop is never held by all of them at once: 10,000
+  // (its first within one), and the event loop is never held by many of them at once: 10,000
   // writes take ~100 ms here, which a page change or a request would wait out.
   const groups = Array.from({ length: HEARTBEAT_GROUPS }, () => new Set<Subscriber>())
   let nextGroup = 0
