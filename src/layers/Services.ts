@@ -9,7 +9,7 @@ import { makeSharedRateLimiter, RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
-import { TenantSelection, TenantSource } from "../http/TenantSelection.ts"
+import { ProcessTenant, TenantSelection, TenantSource } from "../http/TenantSelection.ts"
 import { Challenge, sharedClaims } from "../services/Challenge.ts"
 import { failAbandoned } from "../services/Conversations.ts"
 import { Mailer } from "../services/Mailer.ts"
@@ -47,7 +47,7 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
-      Layer.provide(MainDependencies),
+      Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant)),
       Layer.provideMerge(tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl)))
     )
   }))
@@ -66,7 +66,8 @@ export const chatService = (listen: ListenOptions, databaseUrl: string) =>
       Effect.asVoid
     )
     return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
-      Layer.provide(Layer.mergeAll(ChatDependencies, tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover)))
+      Layer.provide(Layer.mergeAll(ChatDependencies, ProcessTenant)),
+      Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover))
     )
   }))
 
