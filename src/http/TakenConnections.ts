@@ -72,7 +72,8 @@ export class TakenConnections extends Context.Service<TakenConnections, {
         const incoming = NodeHttpServerRequest.toIncomingMessage(request)
         const response = NodeHttpServerRequest.toServerResponse(request)
         if (!(response instanceof ServerResponse) || response.destroyed) return Effect.succeed(undefined)
-        const take = (socket: Socket) => takeConnection(server, incoming as IncomingMessage, response, socket)
+        // A connection already closed is not taken: nothing would ever let it go from `taken`.
+        const take = (socket: Socket) => (socket.destroyed ? undefined : takeConnection(server, incoming as IncomingMessage, response, socket))
         if (response.socket !== null) return Effect.succeed(take(response.socket))
         return Effect.callback<Socket | undefined>((resume) => {
           const onSocket = (socket: Socket) => resume(Effect.succeed(take(socket)))
