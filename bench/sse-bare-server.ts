@@ -3,7 +3,7 @@
  * event streams and writing each page change to every one of them, with no authentication,
  * framework or fan-out logic. Like Plinth, it takes each stream's connection from node:http
  * (src/http/TakenConnections.ts) and writes to the socket. Commands on stdin, one per line, each
- * answered on stdout: `rss` → `rss <bytes>` (after a full GC, settled); `change <slug>` → `sent`
+ * answered on stdout: `rss` → `rss <rss bytes> <heap used bytes>` (after a full GC, settled); `change <slug>` → `sent`
  * once written to all. Prints `port <n>` first. Usage: node --expose-gc bench/sse-bare-server.ts
  */
 import type { Socket } from "node:net"
@@ -13,10 +13,11 @@ import { StreamingServer, takeConnection } from "../src/http/TakenConnections.ts
 const streams = new Set<Socket>()
 const server = new StreamingServer({})
 server.on("request", (request, response) => {
-  const socket = takeConnection(server, request, response, response.socket!)
-  socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n: connected\n\n")
-  streams.add(socket)
-  socket.on("close", () => streams.delete(socket))
+  takeConnection(server, request, response, (socket) => {
+    socket.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n: connected\n\n")
+    streams.add(socket)
+    socket.on("close", () => streams.delete(socket))
+  })
 })
 server.listen(0, "127.0.0.1", () => {
   const address = server.address()
@@ -28,7 +29,8 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
   if (command === "rss") {
     setTimeout(() => {
       globalThis.gc?.()
-      process.stdout.write(`rss ${process.memoryUsage().rss}\n`)
+      const { rss, heapUsed } = process.memoryUsage()
+      process.stdout.write(`rss ${rss} ${heapUsed}\n`)
     }, 1_000)
   } else if (command === "change") {
     // Built once, written to each socket as one write: node:http at its cheapest.

@@ -156,6 +156,7 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   )
 
   // Untraced: a span made here would live as long as the stream (its finalizer holds it), ~0.7 KB each.
+  // Uninterruptible: interrupted between counting the stream and adding its finalizer, it would be counted for good.
   const attach = Effect.fnUntraced(function*(userId: string, subscriber: Subscriber) {
     const held = streamsByUser.get(userId) ?? 0
     if (held >= maxStreamsPerUser) return yield* new TooManyStreams({ limit: maxStreamsPerUser })
@@ -171,7 +172,7 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
       if (left <= 0) streamsByUser.delete(userId)
       else streamsByUser.set(userId, left)
     }))
-  })
+  }, Effect.uninterruptible)
 
   return { name: options.name, attach, subscribers: () => groups.reduce((count, group) => count + group.size, 0) } satisfies TenantActorShape
 })

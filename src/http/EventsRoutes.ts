@@ -6,12 +6,12 @@
  */
 import { Effect, Exit, References, Scope } from "effect"
 import { Sse } from "effect/encoding"
-import type { Socket } from "node:net"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { Socket } from "node:net"
 import { type PageEvent, type Subscriber, TenantActor } from "../actors/TenantActor.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
-import { TooManyRequests } from "./Errors.ts"
+import { TooManyRequests, Unavailable } from "./Errors.ts"
 import { TakenConnections } from "./TakenConnections.ts"
 import { holdTenant } from "./TenantSelection.ts"
 
@@ -43,12 +43,14 @@ const frame = (event: PageEvent): Uint8Array => {
  * The response's head and its first bytes. The body ends when the connection closes (no length,
  * no chunks: HTTP/1.0 and 1.1 clients read it alike), which is how a stream ends anyway.
  */
-const headOf = (requestId: string | undefined) =>
+const headOf = (requestId: unknown) =>
   encoder.encode(
-    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\n" +
-      (requestId === undefined ? "" : `x-request-id: ${requestId}\r\n`) +
+    `HTTP/1.1 200 OK\r\ndate: ${new Date().toUTCString()}\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n` +
+      // Written by hand, so checked here too: only visible ASCII goes into a header.
+      `x-accel-buffering: no\r\n${typeof requestId === "string" && HEADER_VALUE.test(requestId) ? `x-request-id: ${requestId}\r\n` : ""}` +
       "connection: close\r\n\r\n: connected\n\n"
   )
+const HEADER_VALUE = /^[!-~]{1,128}$/
 
 /** The connection a stream writes to (a socket; its shape, for tests). */
 export interface StreamConnection {
@@ -122,16 +124,6 @@ const bearerToken = (request: HttpServerRequest.HttpServerRequest): string =>
   bearerCredential(request.headers.authorization) || (new URL(request.url, "http://localhost").searchParams.get("token") ?? "")
 
 /**
- * Closes `lifetime` when `connection` closes. Not inline in the route: a closure there would keep
- * the whole request (its fiber's context, node:http's objects) for as long as the stream.
- */
-const closeWithConnection = (lifetime: Scope.Closeable, connection: Socket) => {
-  const close = () => Effect.runFork(Scope.close(lifetime, Exit.void))
-  if (connection.closed) close()
-  else connection.once("close", close)
-}
-
-/**
  * The stream lives as long as its connection, not as its request: its place at the tenant's actor
  * and its hold on the tenant are in a scope of its own, closed when the connection closes. The
  * request ends once the connection is taken, with nothing of it left behind (a request's fiber,
@@ -143,25 +135,32 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const tenant = yield* TenantActor
   const connections = yield* TakenConnections
   const principal = yield* authenticate(tokens, bearerToken(request))
+  // The id the request's log line and every other response carry (HttpServerLive's Responses).
+  const head = headOf((yield* References.CurrentLogAnnotations)["requestId"])
   const stream = new EventStream()
   const lifetime = yield* Scope.make()
-  const opened = yield* Effect.gen(function*() {
+  const taken = yield* Effect.gen(function*() {
     yield* holdTenant
     // Attached before answering: a client that has seen `: connected` misses nothing after it.
     yield* tenant.attach(principal.userId, stream).pipe(
       Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
     )
-    return yield* connections.take(request)
+    return yield* connections.take(request, (connection) => open(stream, lifetime, connection, head))
   }).pipe(
     Scope.provide(lifetime),
-    Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Scope.close(lifetime, exit)))
+    Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value ? Effect.void : Scope.close(lifetime, exit)))
   )
-  if (opened !== undefined) {
-    closeWithConnection(lifetime, opened)
-    // The id the request's log line and every other response carry (HttpServerLive's Responses).
-    const requestId = (yield* References.CurrentLogAnnotations)["requestId"]
-    stream.start(opened, headOf(typeof requestId === "string" ? requestId : undefined))
-  }
-  // Not sent: the connection is the stream's now. It is the request's outcome for its log line.
-  return HttpServerResponse.empty({ status: 200 })
+  // Taken, the connection is the stream's and this response is not sent: it is the request's
+  // outcome for its log line. Not taken, the client is gone or the server is closing.
+  return taken ? HttpServerResponse.empty({ status: 200 }) : yield* new Unavailable({ error: "the event stream could not be opened" })
 }))
+
+/**
+ * Starts `stream` on its connection, and closes `lifetime` when the connection closes. Not inline
+ * in the route: a closure there would keep the whole request (its fiber's context, node:http's
+ * objects) for as long as the stream.
+ */
+const open = (stream: EventStream, lifetime: Scope.Closeable, connection: Socket, head: Uint8Array) => {
+  connection.once("close", () => Effect.runFork(Scope.close(lifetime, Exit.void)))
+  stream.start(connection, head)
+}

@@ -15,25 +15,27 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { type IncomingMessage, Server, type ServerOptions, ServerResponse } from "node:http"
+import { type IncomingMessage, Server, ServerResponse } from "node:http"
 import { createRequire } from "node:module"
 import type { Socket } from "node:net"
 
-/** node:http's own way of letting a connection's parser go (`_http_common`, as for an upgrade). */
+/**
+ * node:http's own way of letting a connection's parser go (`_http_common`, as for an upgrade). It
+ * is not public: were it gone, a taken connection would keep its parser (more memory, nothing else).
+ */
 const { freeParser } = createRequire(import.meta.url)("_http_common") as {
-  readonly freeParser: (parser: unknown, request: IncomingMessage | null, socket: Socket) => void
+  readonly freeParser?: (parser: unknown, request: IncomingMessage | null, socket: Socket) => void
 }
 
-/** What node:http listens to on a connection it serves (`connectionListenerInternal`). */
+/** What node:http listens to on a connection it serves (`connectionListenerInternal`); net's own `end` listener goes too. */
 const SERVER_SOCKET_EVENTS = ["data", "end", "close", "drain", "error", "timeout", "pause", "resume"] as const
 
-/** A node:http server that ends, when it closes, the connections it handed over. */
+/** A node:http server that closes, when it closes, the connections it handed over, and hands over no more. */
 export class StreamingServer extends Server {
   readonly taken = new Set<Socket>()
-  constructor(options: ServerOptions) {
-    super(options)
-  }
+  closing = false
   override close(callback?: (error?: Error) => void): this {
+    this.closing = true
     super.close(callback)
     // Streams have no end of their own to wait for: their clients reconnect elsewhere.
     for (const socket of this.taken) socket.destroy()
@@ -41,15 +43,23 @@ export class StreamingServer extends Server {
   }
 }
 
-/**
- * Takes `response`'s connection from node:http: after this, nothing of node:http's reads or writes
- * it, and what the caller writes to it follows the bytes sent before. Waits for the connection if
- * the request is pipelined behind another (its response gets the connection once that one ends).
- * The connection is closed when its client closes its side or sends anything more (the stream is
- * one way), and when the server closes.
- */
-export const takeConnection = (server: StreamingServer, request: IncomingMessage, response: ServerResponse, socket: Socket): Socket => {
-  freeParser((socket as Socket & { readonly parser?: unknown }).parser, request, socket)
+interface ParsedSocket extends Socket {
+  readonly parser?: { readonly incoming?: IncomingMessage | null } | null
+}
+
+/** The connection, taken from node:http; none when it cannot be (and then it is closed, if open). */
+const take = (server: StreamingServer, request: IncomingMessage, response: ServerResponse): Socket | undefined => {
+  const socket = response.socket as ParsedSocket | null
+  if (socket === null || socket.destroyed) return undefined
+  // Not when the server is closing (it would wait for the stream), and not when a request pipelined
+  // behind this one has already reached the app: node:http must stay to end that one, so the
+  // connection is closed instead (node:http aborts what it queued on it).
+  const incoming = socket.parser?.incoming
+  if (server.closing || (incoming !== undefined && incoming !== null && incoming !== request)) {
+    socket.destroy()
+    return undefined
+  }
+  freeParser?.(socket.parser, request, socket)
   response.detachSocket(socket)
   for (const event of SERVER_SOCKET_EVENTS) socket.removeAllListeners(event)
   // Ended without a connection, the response writes nothing, and the platform sees it done.
@@ -57,28 +67,61 @@ export const takeConnection = (server: StreamingServer, request: IncomingMessage
   server.taken.add(socket)
   socket.on("error", () => undefined)
   socket.on("close", () => server.taken.delete(socket))
+  // One way: a client that ends its side is gone, one that sends anything more (a request after
+  // this one, a body) is not speaking to a stream.
   socket.on("end", () => socket.destroy())
   socket.on("data", () => socket.destroy())
+  // node:http may have paused it (backpressure of pipelined requests): reading is how a departed client is noticed.
+  socket.resume()
   return socket
 }
 
+/**
+ * Takes `response`'s connection from node:http and hands it to `use` at once; after that nothing
+ * of node:http reads or writes it, and what `use` writes follows the bytes sent before. It happens
+ * once node:http is done with the bytes that came with the request (its parser must not be freed
+ * in the middle of them), and, for a request pipelined behind another, once the response has the
+ * connection (when that one is answered). `done` is called with whether it was taken; it is not
+ * when the connection closed first, the server is closing, or another request follows on it.
+ * The connection closes when its client ends its side or sends anything more, and when the
+ * server closes. Returns a function that gives up waiting.
+ */
+export const takeConnection = (
+  server: StreamingServer,
+  request: IncomingMessage,
+  response: ServerResponse,
+  use: (socket: Socket) => void,
+  done: (taken: boolean) => void = () => undefined
+): () => void => {
+  let immediate: NodeJS.Immediate | undefined
+  const later = () => {
+    immediate = setImmediate(() => {
+      const socket = take(server, request, response)
+      if (socket !== undefined) use(socket)
+      done(socket !== undefined)
+    })
+  }
+  if (response.socket !== null) later()
+  else response.once("socket", later)
+  return () => {
+    response.off("socket", later)
+    if (immediate !== undefined) clearImmediate(immediate)
+  }
+}
+
 export class TakenConnections extends Context.Service<TakenConnections, {
-  /** The request's connection, taken from node:http (`takeConnection`); none if it closed first or is not HTTP/1. */
-  readonly take: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Socket | undefined>
+  /** `takeConnection` for the request: whether its connection was taken (and given to `use`). */
+  readonly take: (request: HttpServerRequest.HttpServerRequest, use: (socket: Socket) => void) => Effect.Effect<boolean>
 }>()("plinth/TakenConnections") {
   static readonly forServer = (server: StreamingServer) =>
     TakenConnections.of({
-      take: (request) => {
+      take: (request, use) => {
         const incoming = NodeHttpServerRequest.toIncomingMessage(request)
         const response = NodeHttpServerRequest.toServerResponse(request)
-        if (!(response instanceof ServerResponse) || response.destroyed) return Effect.succeed(undefined)
-        // A connection already closed is not taken: nothing would ever let it go from `taken`.
-        const take = (socket: Socket) => (socket.destroyed ? undefined : takeConnection(server, incoming as IncomingMessage, response, socket))
-        if (response.socket !== null) return Effect.succeed(take(response.socket))
-        return Effect.callback<Socket | undefined>((resume) => {
-          const onSocket = (socket: Socket) => resume(Effect.succeed(take(socket)))
-          response.once("socket", onSocket)
-          return Effect.sync(() => response.off("socket", onSocket))
+        if (!(response instanceof ServerResponse) || response.destroyed) return Effect.succeed(false)
+        return Effect.callback<boolean>((resume) => {
+          const giveUp = takeConnection(server, incoming as IncomingMessage, response, use, (taken) => resume(Effect.succeed(taken)))
+          return Effect.sync(giveUp)
         })
       }
     })

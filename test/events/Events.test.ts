@@ -153,9 +153,30 @@ describe("GET /events", () => {
       await eventually(async () => bytes.includes(": connected\n\n"), 3_000)
       const [health, events] = bytes.split(/(?=HTTP\/1.1 )/) as [string, string]
       expect(health).toMatch(/^HTTP\/1.1 200 [^]*\r\n\r\n\{"status":"ok"/)
-      expect(events).toMatch(/^HTTP\/1.1 200 [^]*content-type: text\/event-stream[^]*\r\n\r\n: connected\n\n$/)
+      expect(events).toMatch(/^HTTP\/1.1 200 [^]*content-type: text\/event-stream[^]*\r\n\r\n: connected\n\n(: heartbeat\n\n)*$/)
     } finally {
       socket.destroy()
+    }
+  })
+
+  it("a stream with another request pipelined behind it is not opened: the connection closes, and no slot is kept", async () => {
+    const user = await signedIn(stack, `ahead-${Date.now()}@plinth.test`, "member")
+    const { port } = new URL(stack.main.url)
+    const socket = net.connect(Number(port), "127.0.0.1")
+    let bytes = ""
+    socket.setEncoding("latin1")
+    socket.on("data", (chunk: string) => (bytes += chunk))
+    socket.on("error", () => undefined)
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()))
+    socket.write(`GET /events HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${user.token}\r\n\r\nGET /health HTTP/1.1\r\nhost: localhost\r\n\r\n`)
+    await closed
+    expect(bytes).not.toContain(": connected")
+    // All three of the user's slots are free.
+    const streams = [0, 1, 2].map(() => openRawStream("/events", { authorization: `Bearer ${user.token}` }))
+    try {
+      await Promise.all(streams.map((stream) => stream.waitFor(/: connected/)))
+    } finally {
+      for (const stream of streams) stream.close()
     }
   })
 

@@ -162,6 +162,11 @@ describe("isolation", () => {
   })
 })
 
+/** The main service's connections to the tenant's database. */
+const tenantConnections = async (tenant: string) =>
+  (await query(control.adminUrl, (s) =>
+    s<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${tenant} AND usename = 'authenticator'`))[0]!.n
+
 describe("idle tenants", () => {
   it("are not released while an event stream of theirs is open: changes still reach it past TENANT_IDLE_TIMEOUT", async () => {
     let text = ""
@@ -184,13 +189,18 @@ describe("idle tenants", () => {
     } finally {
       request.destroy()
     }
+    // Closed, the stream lets its tenant go: released after TENANT_IDLE_TIMEOUT like any other.
+    let released = false
+    for (let i = 0; i < 50 && !released; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      released = (await tenantConnections(globex)) === 0
+    }
+    expect(released).toBe(true)
   })
 
 
   it("release their connections after TENANT_IDLE_TIMEOUT, and come back on the next request", async () => {
-    const connections = async () =>
-      (await query(control.adminUrl, (s) =>
-        s<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${globex} AND usename = 'authenticator'`))[0]!.n
+    const connections = () => tenantConnections(globex)
     expect((await sql(globex, globexOwner, "SELECT 1 AS one")).status).toBe(200)
     expect(await connections()).toBeGreaterThan(0)
     let released = false
