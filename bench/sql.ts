@@ -3,14 +3,16 @@
  * policy scoped to app.user_id (100,000 rows, 100 users, 32 concurrent clients from a second
  * process), beside the raw baseline of the same run: the identical transaction (BEGIN; the
  * settings statement; the statement; COMMIT) driven straight through @effect/sql-pg by 32 fibers,
- * with no HTTP. Rounds alternate between the two.
+ * with no HTTP, and beside the hand-written server the issue compares Plinth with
+ * (bench/sql-handwritten.ts), under the same load. Rounds alternate between the three.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { spread, summarize } from "./stats.ts"
-import { type BenchStack, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
+import { startHandwritten } from "./sql-handwritten.ts"
+import { BENCH_JWT_SECRET, type BenchStack, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const ROWS = 100_000
 const USERS = 100
@@ -66,12 +68,13 @@ type Scenario = "read" | "write"
 const statement = (scenario: Scenario) =>
   scenario === "read" ? "SELECT id, payload, hits FROM bench_items WHERE id = $1" : "UPDATE bench_items SET hits = hits + 1 WHERE id = $1"
 
-export const httpRound = async (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
+/** A round of the load against the server at `baseUrl` (Plinth or the hand-written one). */
+export const httpRound = async (baseUrl: string, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
   const requests = users.flatMap((user) =>
     user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
-  // Only Plinth runs in this process meanwhile (the load is another process).
+  // Only the server under load runs in this process meanwhile (the load is another process).
   const result = await withCpu(
-    () => runLoad({ url: `${stack.baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
+    () => runLoad({ url: `${baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
     (load) => load.answered
   )
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`)
@@ -121,42 +124,49 @@ const fmt = (value: number, digits = 0) => value.toFixed(digits)
 
 export const run = async () => {
   const stack = await startBenchStack()
+  const handwritten = await startHandwritten(stack.mainUrl, BENCH_JWT_SECRET, CONNECTIONS)
   try {
     const users = await setup(stack)
     const lines: Array<string> = []
     for (const scenario of ["read", "write"] as const) {
       const http: Array<Measure> = []
       const raw: Array<Measure> = []
+      const hand: Array<Measure> = []
       for (let round = 0; round < ROUNDS; round++) {
-        http.push(await httpRound(stack, users, scenario))
+        http.push(await httpRound(stack.baseUrl, users, scenario))
         raw.push(await rawRound(stack, users, scenario))
+        hand.push(await httpRound(handwritten.url, users, scenario))
       }
-      const ratios = http.map((measure, index) => measure.rps / raw[index]!.rps)
-      const ratio = summarize(ratios)
+      const ratio = summarize(http.map((measure, index) => measure.rps / raw[index]!.rps))
+      const handRatio = summarize(hand.map((measure, index) => measure.rps / raw[index]!.rps))
       const p99 = summarize(http.map((m) => m.p99))
-      const cpu = { plinth: summarize(http.map((m) => m.cpuMicros)).p50, raw: summarize(raw.map((m) => m.cpuMicros)).p50 }
+      const cpu = (measures: ReadonlyArray<Measure>) => fmt(summarize(measures.map((m) => m.cpuMicros)).p50)
       const target = scenario === "read" ? { ratio: 0.75, p99: 25 } : { ratio: 0.6, p99: 30 }
       lines.push(
         `| sql-${scenario} | ${spread(summarize(http.map((m) => m.rps)), 0)} | ${spread(summarize(raw.map((m) => m.rps)), 0)} | ` +
-          `${fmt(ratio.min, 2)} / **${fmt(ratio.p50, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.p50, 1)} | ${fmt(cpu.plinth)} / ${fmt(cpu.raw)} | ` +
+          `${fmt(ratio.min, 2)} / **${fmt(ratio.p50, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.p50, 1)} | ` +
+          `${spread(summarize(hand.map((m) => m.rps)), 0)} | ${spread(handRatio, 2)} | ${cpu(http)} / ${cpu(hand)} / ${cpu(raw)} | ` +
           `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms | ` +
-          `${ratio.p50 >= target.ratio && p99.p50 <= target.p99 ? "met" : "not met"} |`
+          `${ratio.p50 >= target.ratio && p99.p50 <= target.p99 ? "met" : "not met"}; beats hand-written: ${ratio.p50 > handRatio.p50 ? "yes" : "no"} |`
       )
     }
     return [
       `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} interleaved rounds (min / median / max)`,
       "",
-      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | CPU µs per request / per tx | target | |",
-      "| --- | --- | --- | --- | --- | --- | --- | --- |",
+      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | hand-written req/s | hand-written ratio | CPU µs per request: Plinth / hand-written / raw per tx | target | |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
       ...lines,
       "",
       "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only. " +
         "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own. " +
-        "CPU µs (medians): the user and system time of the process running Plinth (per request, warm-up included) and of the raw loop " +
-        "(per transaction), PostgreSQL and the load generator not counted. Plinth's main process is one thread, so at N µs a request " +
+        "Hand-written: the server issue #8 compares Plinth with, one round trip and cached JWTs (bench/sql-handwritten.ts: node:http, jose, " +
+        "the same driver; no framework, SQL guard, limits or error shapes), under the same load. " +
+        "CPU µs (medians): the user and system time of the process running the server (per request, warm-up included) and of the raw loop " +
+        "(per transaction), PostgreSQL and the load generator not counted. The server's process is one thread, so at N µs a request " +
         "it answers at most 1,000,000 / N per second; PostgreSQL and the load generator share the other core."
     ].join("\n")
   } finally {
+    await handwritten.close()
     await stack.close()
   }
 }

@@ -27,6 +27,9 @@ export const freePort = () =>
     })
   })
 
+/** What the bench's services sign their JWTs with. */
+export const BENCH_JWT_SECRET = "bench-secret-0123456789abcdef0123456789"
+
 export interface BenchStack {
   readonly adminUrl: string
   readonly mainUrl: string
@@ -58,7 +61,7 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
   await Effect.runPromise(migrateDatabase(adminUrl))
   await Effect.runPromise(setLoginPasswords(adminUrl, passwords))
   const mainUrl = loginUrl(server.port, "authenticator", passwords.authenticator, "bench")
-  const env = { NODE_ENV: "test", JWT_SECRET: "bench-secret-0123456789abcdef0123456789", LOG_LEVEL: "Warn", ...extraEnv }
+  const env = { NODE_ENV: "test", JWT_SECRET: BENCH_JWT_SECRET, LOG_LEVEL: "Warn", ...extraEnv }
   const serve = <E>(service: Layer.Layer<HttpServer.HttpServer, E, PlinthConfig>) =>
     Effect.runPromise(Layer.buildWithScope(
       service.pipe(
