@@ -13,7 +13,7 @@ import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts
 import { EventStream } from "../../src/http/EventsRoutes.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
-import { eventually } from "../sql/fixtures.ts"
+import { eventually } from "../support/eventually.ts"
 
 const HEARTBEAT_MS = 300
 let stack: AuthStack

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { StreamingServer, takeConnection } from "../../src/http/TakenConnections.ts"
-import { eventually } from "../sql/fixtures.ts"
+import { eventually } from "../support/eventually.ts"
 
 interface Taken {
   readonly socket: net.Socket

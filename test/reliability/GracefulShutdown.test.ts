@@ -7,7 +7,7 @@ import { inviteAsDatabaseAdmin, verify } from "../support/auth.ts"
 import { runPlinth } from "../support/cli.ts"
 import { createTestDatabase, sleepingStatements, type TestDatabase } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
-import { eventually } from "../sql/fixtures.ts"
+import { eventually } from "../support/eventually.ts"
 
 let db: TestDatabase
 beforeAll(async () => {

@@ -10,7 +10,6 @@ import {
   appHeader,
   call,
   createTable,
-  eventually,
   exists,
   expectDbError,
   expectForbidden,
@@ -26,6 +25,7 @@ import {
   sql,
   type Users
 } from "./helpers.ts"
+import { eventually } from "../support/eventually.ts"
 
 let stack: AuthStack
 let users: Users

@@ -9,6 +9,7 @@ import { expect } from "vitest"
 import { databaseErrorFields } from "../../src/services/DatabaseError.ts"
 import { type AuthStack, type JsonResponse, post, type SignIn, signedIn } from "../support/auth.ts"
 import { query, runSql } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 
 export type Role = "owner" | "admin" | "staff" | "member"
 export const ROLES: ReadonlyArray<Role> = ["owner", "admin", "staff", "member"]
@@ -223,15 +224,6 @@ export const introspect = async (stack: AuthStack, user: SignIn, app?: string): 
 export const relation = (schema: Introspection, table: string, schemaName = "public") =>
   schema.relations.find((r) => r.table_name === table && r.schema_name === schemaName)
 
-/** Polls `probe` until it holds or `timeoutMs` passes; resolves to whether it did. */
-export const eventually = async (probe: () => Promise<boolean>, timeoutMs = 2_000, intervalMs = 25): Promise<boolean> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    if (await probe()) return true
-    if (Date.now() > deadline) return false
-    await new Promise((resolve) => setTimeout(resolve, intervalMs))
-  }
-}
 
 /** Polls POST / until `probe` holds for its answer (the cache follows NOTIFY plinth_catalog), then returns that answer. */
 export const introspectUntil = async (

@@ -8,7 +8,7 @@ import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CATALOG_CHANNEL, CatalogWatch, makeCatalogCache } from "../../src/services/CatalogWatch.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
-import { eventually } from "../sql/fixtures.ts"
+import { eventually } from "../support/eventually.ts"
 
 let db: TestDatabase
 const scope = Effect.runSync(Scope.make())

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
-import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, eventually, type PlainErrorBody, type SqlResult, sqlRequest } from "./fixtures.ts"
+import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, type PlainErrorBody, type SqlResult, sqlRequest } from "./fixtures.ts"
+import { eventually } from "../support/eventually.ts"
 
 let stack: AuthStack
 let member: SignIn

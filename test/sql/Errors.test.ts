@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type AuthStack, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query, sleepingStatements } from "../support/database.ts"
 import { type RunningService, startService } from "../support/services.ts"
-import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, eventually, type SqlResult, sqlRequest } from "./fixtures.ts"
+import { BUSINESS_FIXTURES, type DatabaseErrorBody, ddl, type SqlResult, sqlRequest } from "./fixtures.ts"
+import { eventually } from "../support/eventually.ts"
 
 let stack: AuthStack
 let production: RunningService
