@@ -50,8 +50,8 @@ interface StreamsMeasure {
 }
 
 /**
- * STREAMS clients (a second process) on `baseUrl`: the RSS per idle stream (`rss` is the server's,
- * settled), then ROUNDS rounds of CHANGES page changes made by `change`, each timed to its median and last client,
+ * STREAMS clients (a second process) on `baseUrl`: the memory per idle stream (`memory` is the
+ * server's, settled), then ROUNDS rounds of CHANGES page changes made by `change`, each timed to its median and last client,
  * then (with `burst`) BURSTS bursts, each timed to its last change at the last client.
  */
 const measureStreams = async (

@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
-import { spread, summarize } from "./stats.ts"
+import { percentile, spread, summarize } from "./stats.ts"
 import { startHandwritten } from "./sql-handwritten.ts"
 import { BENCH_JWT_SECRET, type BenchStack, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
 
@@ -109,8 +109,8 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scena
     samples.sort((a, b) => a - b)
     return {
       rps: samples.length / seconds,
-      p50: samples[Math.floor(samples.length * 0.5)] ?? Number.NaN,
-      p99: samples[Math.floor(samples.length * 0.99)] ?? Number.NaN,
+      p50: percentile(samples, 50),
+      p99: percentile(samples, 99),
       transactions: warm.length + samples.length
     }
   }).pipe(Effect.provide(PgClient.layer({
