@@ -12,6 +12,7 @@ import { type PageEvent, type Subscriber, TenantActor } from "../actors/TenantAc
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
 import { TooManyRequests, Unavailable } from "./Errors.ts"
+import { SaneRequestId } from "./HttpServerLive.ts"
 import { TakenConnections } from "./TakenConnections.ts"
 import { holdTenant } from "./TenantSelection.ts"
 
@@ -46,11 +47,10 @@ const frame = (event: PageEvent): Uint8Array => {
 const headOf = (requestId: unknown) =>
   encoder.encode(
     `HTTP/1.1 200 OK\r\ndate: ${new Date().toUTCString()}\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n` +
-      // Written by hand, so checked here too: only visible ASCII goes into a header.
-      `x-accel-buffering: no\r\n${typeof requestId === "string" && HEADER_VALUE.test(requestId) ? `x-request-id: ${requestId}\r\n` : ""}` +
+      // Written by hand, so checked here too, as the middleware checks a caller's.
+      `x-accel-buffering: no\r\n${typeof requestId === "string" && SaneRequestId.test(requestId) ? `x-request-id: ${requestId}\r\n` : ""}` +
       "connection: close\r\n\r\n: connected\n\n"
   )
-const HEADER_VALUE = /^[!-~]{1,128}$/
 
 /** The connection a stream writes to (a socket; its shape, for tests). */
 export interface StreamConnection {

@@ -32,7 +32,8 @@ const GRACEFUL_SHUTDOWN_TIMEOUT = "3 seconds"
 
 export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", { message: Schema.String }) {}
 
-const SaneRequestId = /^[A-Za-z0-9._-]{1,64}$/
+/** What a request id may be (a caller's is used only if it is; a UUID is). */
+export const SaneRequestId = /^[A-Za-z0-9._-]{1,64}$/
 const REQUEST_ID = "x-request-id"
 
 /**
