@@ -67,6 +67,24 @@ const openRawStream = (path: string, headers: Record<string, string> = {}, base:
   return { text: () => text, status: () => statusCode, waitFor, ended, close: () => request.destroy() }
 }
 
+/** A bare socket to the main service that sends `request` as is and collects what comes back. */
+const openRawSocket = (request: string) => {
+  const { port } = new URL(stack.main.url)
+  const socket = net.connect(Number(port), "127.0.0.1")
+  let bytes = ""
+  socket.setEncoding("latin1")
+  socket.on("data", (chunk: string) => (bytes += chunk))
+  socket.on("error", () => undefined)
+  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()))
+  socket.write(request)
+  /** Waits until what came back matches `pattern` (and fails if it does not in time). */
+  const until = async (pattern: RegExp) => {
+    await eventually(async () => pattern.test(bytes), 3_000)
+    expect(bytes).toMatch(pattern)
+  }
+  return { bytes: () => bytes, until, closed, destroy: () => socket.destroy() }
+}
+
 describe("GET /events", () => {
   it("a page insert, update and delete reach an EventSource client (token in the query) as page_change", async () => {
     const source = new EventSource(`${stack.main.url}/events?token=${encodeURIComponent(member.token)}`)
@@ -109,23 +127,14 @@ describe("GET /events", () => {
 
   it("on the wire: the head, then the frames as they are until the connection closes, alike for HTTP/1.1 and HTTP/1.0", async () => {
     const wire = async (version: "1.1" | "1.0") => {
-      const { port } = new URL(stack.main.url)
-      const socket = net.connect(Number(port), "127.0.0.1")
-      let bytes = ""
-      socket.setEncoding("latin1")
-      socket.on("data", (chunk: string) => (bytes += chunk))
-      socket.write(`GET /events HTTP/${version}\r\nhost: localhost\r\nx-request-id: wire-${version}\r\nauthorization: Bearer ${member.token}\r\n\r\n`)
-      const until = async (pattern: RegExp) => {
-        await eventually(async () => pattern.test(bytes), 3_000)
-        expect(bytes).toMatch(pattern)
-      }
+      const socket = openRawSocket(`GET /events HTTP/${version}\r\nhost: localhost\r\nx-request-id: wire-${version}\r\nauthorization: Bearer ${member.token}\r\n\r\n`)
       try {
-        await until(/: connected\n\n/)
+        await socket.until(/: connected\n\n/)
         const slug = freshSlug()
         await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "T", ""])
-        await until(new RegExp(`"slug":"${slug}"\}\n\n`))
+        await socket.until(new RegExp(`"slug":"${slug}"\}\n\n`))
         await new Promise((resolve) => setTimeout(resolve, 50))
-        return { bytes, slug }
+        return { bytes: socket.bytes(), slug }
       } finally {
         socket.destroy()
       }
@@ -142,16 +151,11 @@ describe("GET /events", () => {
   })
 
   it("a stream pipelined behind another request opens once that one is answered", async () => {
-    const { port } = new URL(stack.main.url)
-    const socket = net.connect(Number(port), "127.0.0.1")
-    let bytes = ""
-    socket.setEncoding("latin1")
-    socket.on("data", (chunk: string) => (bytes += chunk))
     const auth = `authorization: Bearer ${member.token}`
-    socket.write(`GET /health HTTP/1.1\r\nhost: localhost\r\n\r\nGET /events HTTP/1.1\r\nhost: localhost\r\n${auth}\r\n\r\n`)
+    const socket = openRawSocket(`GET /health HTTP/1.1\r\nhost: localhost\r\n\r\nGET /events HTTP/1.1\r\nhost: localhost\r\n${auth}\r\n\r\n`)
     try {
-      await eventually(async () => bytes.includes(": connected\n\n"), 3_000)
-      const [health, events] = bytes.split(/(?=HTTP\/1.1 )/) as [string, string]
+      await socket.until(/: connected\n\n/)
+      const [health, events] = socket.bytes().split(/(?=HTTP\/1.1 )/) as [string, string]
       expect(health).toMatch(/^HTTP\/1.1 200 [^]*\r\n\r\n\{"status":"ok"/)
       expect(events).toMatch(/^HTTP\/1.1 200 [^]*content-type: text\/event-stream[^]*\r\n\r\n: connected\n\n(: heartbeat\n\n)*$/)
     } finally {
@@ -161,16 +165,11 @@ describe("GET /events", () => {
 
   it("a stream with another request pipelined behind it is not opened: the connection closes, and no slot is kept", async () => {
     const user = await signedIn(stack, `ahead-${Date.now()}@plinth.test`, "member")
-    const { port } = new URL(stack.main.url)
-    const socket = net.connect(Number(port), "127.0.0.1")
-    let bytes = ""
-    socket.setEncoding("latin1")
-    socket.on("data", (chunk: string) => (bytes += chunk))
-    socket.on("error", () => undefined)
-    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()))
-    socket.write(`GET /events HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${user.token}\r\n\r\nGET /health HTTP/1.1\r\nhost: localhost\r\n\r\n`)
-    await closed
-    expect(bytes).not.toContain(": connected")
+    const socket = openRawSocket(
+      `GET /events HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${user.token}\r\n\r\nGET /health HTTP/1.1\r\nhost: localhost\r\n\r\n`
+    )
+    await socket.closed
+    expect(socket.bytes()).not.toContain(": connected")
     // All three of the user's slots are free.
     const streams = [0, 1, 2].map(() => openRawStream("/events", { authorization: `Bearer ${user.token}` }))
     try {
