@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { post } from "../support/auth.ts"
 import { runPlinth } from "../support/cli.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 import { type RunningService, startService } from "../support/services.ts"
 
 let control: TestDatabase
@@ -135,17 +136,8 @@ describe("isolation", () => {
   })
 
   it("page events reach only the tenant's own streams", async () => {
-    const open = (tenant: string, token: string) => {
-      let text = ""
-      const request = http.get(new URL(`/events?token=${token}`, main.url), { headers: { "x-tenant": tenant }, agent: false }, (response) => {
-        response.setEncoding("utf8")
-        response.on("data", (chunk: string) => (text += chunk))
-      })
-      request.on("error", () => undefined)
-      return { text: () => text, close: () => request.destroy() }
-    }
-    const acmeStream = open(acme, acmeOwner)
-    const globexStream = open(globex, globexOwner)
+    const acmeStream = openStream(acme, acmeOwner)
+    const globexStream = openStream(globex, globexOwner)
     try {
       for (let i = 0; i < 100 && !(acmeStream.text().includes("connected") && globexStream.text().includes("connected")); i++) {
         await new Promise((resolve) => setTimeout(resolve, 20))
@@ -162,6 +154,19 @@ describe("isolation", () => {
   })
 })
 
+/** GET /events of `tenant` as `token`: what it has received, and whether it has ended. */
+const openStream = (tenant: string, token: string) => {
+  let text = ""
+  let ended = false
+  const request = http.get(new URL(`/events?token=${token}`, main.url), { headers: { "x-tenant": tenant }, agent: false }, (response) => {
+    response.setEncoding("utf8")
+    response.on("data", (chunk: string) => (text += chunk))
+    response.on("end", () => (ended = true))
+  })
+  request.on("error", () => undefined)
+  return { text: () => text, ended: () => ended, close: () => request.destroy() }
+}
+
 /** The main service's connections to the tenant's database. */
 const tenantConnections = async (tenant: string) =>
   (await query(control.adminUrl, (s) =>
@@ -169,33 +174,21 @@ const tenantConnections = async (tenant: string) =>
 
 describe("idle tenants", () => {
   it("are not released while an event stream of theirs is open: changes still reach it past TENANT_IDLE_TIMEOUT", async () => {
-    let text = ""
-    let ended = false
-    const request = http.get(new URL(`/events?token=${globexOwner}`, main.url), { headers: { "x-tenant": globex }, agent: false }, (response) => {
-      response.setEncoding("utf8")
-      response.on("data", (chunk: string) => (text += chunk))
-      response.on("end", () => (ended = true))
-    })
-    request.on("error", () => undefined)
+    const stream = openStream(globex, globexOwner)
     try {
-      for (let i = 0; i < 100 && !text.includes("connected"); i++) await new Promise((resolve) => setTimeout(resolve, 20))
-      expect(text).toContain(": connected")
+      await eventually(async () => stream.text().includes("connected"))
+      expect(stream.text()).toContain(": connected")
       // Longer than TENANT_IDLE_TIMEOUT (1 s) without a request of the tenant.
       await new Promise((resolve) => setTimeout(resolve, 1_800))
-      expect(ended).toBe(false)
+      expect(stream.ended()).toBe(false)
       expect((await sql(globex, globexOwner, "SELECT sys.create_page('kept', 'Kept', '')")).status).toBe(200)
-      for (let i = 0; i < 100 && !text.includes("kept"); i++) await new Promise((resolve) => setTimeout(resolve, 20))
-      expect(text).toContain(`data: {"schema":"public","slug":"kept"}`)
+      await eventually(async () => stream.text().includes("kept"))
+      expect(stream.text()).toContain(`data: {"schema":"public","slug":"kept"}`)
     } finally {
-      request.destroy()
+      stream.close()
     }
     // Closed, the stream lets its tenant go: released after TENANT_IDLE_TIMEOUT like any other.
-    let released = false
-    for (let i = 0; i < 50 && !released; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      released = (await tenantConnections(globex)) === 0
-    }
-    expect(released).toBe(true)
+    expect(await eventually(async () => (await tenantConnections(globex)) === 0, 5_000, 100)).toBe(true)
   })
 
 
@@ -203,12 +196,7 @@ describe("idle tenants", () => {
     const connections = () => tenantConnections(globex)
     expect((await sql(globex, globexOwner, "SELECT 1 AS one")).status).toBe(200)
     expect(await connections()).toBeGreaterThan(0)
-    let released = false
-    for (let i = 0; i < 50 && !released; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      released = (await connections()) === 0
-    }
-    expect(released).toBe(true)
+    expect(await eventually(async () => (await connections()) === 0, 5_000, 100)).toBe(true)
     expect((await sql(globex, globexOwner, "SELECT 1 AS one")).body.rows).toEqual([{ one: 1 }])
   })
 })
