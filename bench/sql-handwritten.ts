@@ -1,9 +1,10 @@
 /**
- * The comparator of `sql-read` / `sql-write` that issue #8 names: a hand-written server doing what
- * POST /sql does for these statements, with the optimisations Plinth has (the transaction in one
- * pipelined round trip, JWTs verified once and cached) and nothing else: node:http, jose and the
- * same driver (@effect/sql-pg, one request per connection at a time); no framework, SQL guard,
- * limits, logging or error shapes. What Plinth costs over it is the price of all of those.
+ * A leaner comparator for `sql-read` / `sql-write` than the three servers issue #8 names: a
+ * hand-written server doing what POST /sql does for these statements, with the optimisations
+ * Plinth has (the transaction in one pipelined round trip, JWTs verified once and cached) and
+ * nothing else: node:http, jose and Plinth's own driver (@effect/sql-pg, one request per
+ * connection at a time); no framework, SQL guard, limits, logging or error shapes. What Plinth
+ * costs over it is the price of all of those.
  */
 import { PgPool } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
@@ -12,13 +13,9 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { type RequestIdentity, SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
+import type { ComparatorServer } from "./support.ts"
 
-export interface Handwritten {
-  readonly url: string
-  readonly close: () => Promise<void>
-}
-
-export const startHandwritten = async (databaseUrl: string, jwtSecret: string, connections: number): Promise<Handwritten> => {
+export const startHandwritten = async (databaseUrl: string, jwtSecret: string, connections: number): Promise<ComparatorServer> => {
   const scope = Effect.runSync(Scope.make())
   const pool = await Effect.runPromise(Scope.provide(scope)(PgPool.make({
     url: Redacted.make(databaseUrl),

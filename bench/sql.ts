@@ -3,16 +3,19 @@
  * policy scoped to app.user_id (100,000 rows, 100 users, 32 concurrent clients from a second
  * process), beside the raw baseline of the same run: the identical transaction (BEGIN; the
  * settings statement; the statement; COMMIT) driven straight through @effect/sql-pg by 32 fibers,
- * with no HTTP, and beside the hand-written server the issue compares Plinth with
- * (bench/sql-handwritten.ts), under the same load. Rounds alternate between the three.
+ * with no HTTP. Beside them, under the same load, the servers issue #8 compares Plinth with on
+ * `sql-read` (bench/sql-fastify.ts, bench/sql-postgraphile.ts), and a leaner hand-written server
+ * than any of those (bench/sql-handwritten.ts). Each round runs every one of them in turn.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { percentile, spread, summarize } from "./stats.ts"
+import { startFastify } from "./sql-fastify.ts"
 import { startHandwritten } from "./sql-handwritten.ts"
-import { BENCH_JWT_SECRET, type BenchStack, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
+import { POSTGRAPHILE_READ, startPostGraphile } from "./sql-postgraphile.ts"
+import { BENCH_JWT_SECRET, type BenchStack, type ComparatorServer, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const ROWS = 100_000
 const USERS = 100
@@ -68,13 +71,27 @@ type Scenario = "read" | "write"
 const statement = (scenario: Scenario) =>
   scenario === "read" ? "SELECT id, payload, hits FROM bench_items WHERE id = $1" : "UPDATE bench_items SET hits = hits + 1 WHERE id = $1"
 
-/** A round of the load against the server at `baseUrl` (Plinth or the hand-written one). */
-export const httpRound = async (baseUrl: string, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
-  const requests = users.flatMap((user) =>
-    user.rows.slice(0, 50).map((row) => ({ token: user.token, body: JSON.stringify({ sql: statement(scenario), params: [row] }) })))
+/** Where a server under load takes the statement, and the body of a request for `row`. */
+interface Endpoint {
+  readonly url: string
+  readonly body: (text: string, row: number) => string
+}
+
+/** POST /sql: Plinth's, and that of the hand-written servers answering as it does. */
+const sqlEndpoint = (baseUrl: string): Endpoint => ({ url: `${baseUrl}/sql`, body: (text, row) => JSON.stringify({ sql: text, params: [row] }) })
+
+/** PostGraphile's GraphQL endpoint: the read only (the issue compares it on `sql-read`). */
+const graphqlEndpoint = (baseUrl: string): Endpoint => ({
+  url: `${baseUrl}/graphql`,
+  body: (_text, row) => JSON.stringify({ query: POSTGRAPHILE_READ, variables: { id: String(row) } })
+})
+
+/** A round of the load against `endpoint`. */
+export const httpRound = async (endpoint: Endpoint, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
+  const requests = users.flatMap((user) => user.rows.slice(0, 50).map((row) => ({ token: user.token, body: endpoint.body(statement(scenario), row) })))
   // Only the server under load runs in this process meanwhile (the load is another process).
   const result = await withCpu(
-    () => runLoad({ url: `${baseUrl}/sql`, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
+    () => runLoad({ url: endpoint.url, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
     (load) => load.answered
   )
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`)
@@ -122,51 +139,111 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scena
 
 const fmt = (value: number, digits = 0) => value.toFixed(digits)
 
+interface Comparator {
+  readonly name: string
+  readonly endpoint: Endpoint
+  readonly scenarios: ReadonlyArray<Scenario>
+  /** One of the three servers issue #8 says Plinth must beat on `sql-read`. */
+  readonly named: boolean
+}
+
 export const run = async () => {
   const stack = await startBenchStack()
-  const handwritten = await startHandwritten(stack.mainUrl, BENCH_JWT_SECRET, CONNECTIONS)
+  const servers: Array<ComparatorServer> = []
+  const start = async (server: Promise<ComparatorServer>) => {
+    const started = await server
+    servers.push(started)
+    return started.url
+  }
   try {
     const users = await setup(stack)
+    const comparators: ReadonlyArray<Comparator> = [
+      {
+        name: "Fastify + postgres.js + jose",
+        endpoint: sqlEndpoint(await start(startFastify(stack.mainUrl, BENCH_JWT_SECRET, CONNECTIONS, { oneRoundTrip: false }))),
+        scenarios: ["read"],
+        named: true
+      },
+      {
+        name: "PostGraphile 5",
+        endpoint: graphqlEndpoint(await start(startPostGraphile(stack.mainUrl, BENCH_JWT_SECRET, CONNECTIONS))),
+        scenarios: ["read"],
+        named: true
+      },
+      {
+        name: "the same Fastify server, one round trip, cached JWTs",
+        endpoint: sqlEndpoint(await start(startFastify(stack.mainUrl, BENCH_JWT_SECRET, CONNECTIONS, { oneRoundTrip: true }))),
+        scenarios: ["read"],
+        named: true
+      },
+      {
+        name: "lean hand-written: node:http + @effect/sql-pg, one round trip, cached JWTs",
+        endpoint: sqlEndpoint(await start(startHandwritten(stack.mainUrl, BENCH_JWT_SECRET, CONNECTIONS))),
+        scenarios: ["read", "write"],
+        named: false
+      }
+    ]
     const lines: Array<string> = []
+    const comparatorLines: Array<string> = []
     for (const scenario of ["read", "write"] as const) {
+      const those = comparators.filter((comparator) => comparator.scenarios.includes(scenario))
       const http: Array<Measure> = []
       const raw: Array<Measure> = []
-      const hand: Array<Measure> = []
+      const others = those.map(() => new Array<Measure>())
       for (let round = 0; round < ROUNDS; round++) {
-        http.push(await httpRound(stack.baseUrl, users, scenario))
+        http.push(await httpRound(sqlEndpoint(stack.baseUrl), users, scenario))
         raw.push(await rawRound(stack, users, scenario))
-        hand.push(await httpRound(handwritten.url, users, scenario))
+        for (const [index, comparator] of those.entries()) others[index]!.push(await httpRound(comparator.endpoint, users, scenario))
       }
-      const ratio = summarize(http.map((measure, index) => measure.rps / raw[index]!.rps))
-      const handRatio = summarize(hand.map((measure, index) => measure.rps / raw[index]!.rps))
+      const ratioOf = (measures: ReadonlyArray<Measure>) => summarize(measures.map((measure, index) => measure.rps / raw[index]!.rps))
+      const ratio = ratioOf(http)
       const p99 = summarize(http.map((m) => m.p99))
       const cpu = (measures: ReadonlyArray<Measure>) => fmt(summarize(measures.map((m) => m.cpuMicros)).p50)
+      const results = those.map((comparator, index) => {
+        const measures = others[index]!
+        const theirs = ratioOf(measures)
+        return { comparator, measures, ratio: theirs, beaten: ratio.p50 > theirs.p50 }
+      })
+      for (const { beaten, comparator, measures, ratio: theirs } of results) {
+        comparatorLines.push(
+          `| sql-${scenario} | ${comparator.name}${comparator.named ? "" : " (not one of the issue's three)"} | ` +
+            `${spread(summarize(measures.map((m) => m.rps)), 0)} | ${spread(theirs, 2)} | ${cpu(measures)} | ${beaten ? "yes" : "no"} |`
+        )
+      }
+      const named = results.filter((result) => result.comparator.named)
       const target = scenario === "read" ? { ratio: 0.75, p99: 25 } : { ratio: 0.6, p99: 30 }
+      const met = ratio.p50 >= target.ratio && p99.p50 <= target.p99 && named.every((result) => result.beaten)
       lines.push(
         `| sql-${scenario} | ${spread(summarize(http.map((m) => m.rps)), 0)} | ${spread(summarize(raw.map((m) => m.rps)), 0)} | ` +
-          `${fmt(ratio.min, 2)} / **${fmt(ratio.p50, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.p50, 1)} | ` +
-          `${spread(summarize(hand.map((m) => m.rps)), 0)} | ${spread(handRatio, 2)} | ${cpu(http)} / ${cpu(hand)} / ${cpu(raw)} | ` +
-          `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms | ` +
-          `${ratio.p50 >= target.ratio && p99.p50 <= target.p99 ? "met" : "not met"}; beats hand-written: ${ratio.p50 > handRatio.p50 ? "yes" : "no"} |`
+          `${fmt(ratio.min, 2)} / **${fmt(ratio.p50, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.p50, 1)} | ${cpu(http)} / ${cpu(raw)} | ` +
+          `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms${named.length > 0 ? ", faster than the three servers below" : ""} | ` +
+          `${met ? "met" : "not met"} |`
       )
     }
     return [
       `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} interleaved rounds (min / median / max)`,
       "",
-      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | hand-written req/s | hand-written ratio | CPU µs per request: Plinth / hand-written / raw per tx | target | |",
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | CPU µs: Plinth per request / raw per tx | target | |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- |",
       ...lines,
+      "",
+      "Other servers under the same load, in the same rounds (ratio: their req/s over the raw loop's tx/s of the same round):",
+      "",
+      "| scenario | server | req/s | ratio | CPU µs per request | Plinth faster |",
+      "| --- | --- | --- | --- | --- | --- |",
+      ...comparatorLines,
       "",
       "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only. " +
         "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own. " +
-        "Hand-written: the server issue #8 compares Plinth with, one round trip and cached JWTs (bench/sql-handwritten.ts: node:http, jose, " +
-        "the same driver; no framework, SQL guard, limits or error shapes), under the same load. " +
+        "The first three servers are the ones issue #8 names (bench/sql-fastify.ts, bench/sql-postgraphile.ts). " +
+        "The lean hand-written one (bench/sql-handwritten.ts) has Plinth's own optimisations and nothing else: node:http, jose and " +
+        "Plinth's driver, the transaction in one round trip, JWTs cached; no framework, SQL guard, limits, logging or error shapes. " +
         "CPU µs (medians): the user and system time of the process running the server (per request, warm-up included) and of the raw loop " +
         "(per transaction), PostgreSQL and the load generator not counted. The server's process is one thread, so at N µs a request " +
         "it answers at most 1,000,000 / N per second; PostgreSQL and the load generator share the other core."
     ].join("\n")
   } finally {
-    await handwritten.close()
+    for (const server of servers) await server.close()
     await stack.close()
   }
 }

@@ -103,6 +103,12 @@ export const signIn = async (stack: BenchStack, email: string, role: string): Pr
   return ((await response.json()) as { token: string }).token
 }
 
+/** A server that issue #8 compares Plinth with, started beside it on the bench's database. */
+export interface ComparatorServer {
+  readonly url: string
+  readonly close: () => Promise<void>
+}
+
 export interface LoadPlan {
   readonly url: string
   readonly connections: number
