@@ -10,10 +10,9 @@ import { PgPool } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { jwtVerify } from "jose"
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { type RequestIdentity, SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
-import type { ComparatorServer } from "./support.ts"
+import { type ComparatorServer, listenComparator } from "./support.ts"
 
 export const startHandwritten = async (databaseUrl: string, jwtSecret: string, connections: number): Promise<ComparatorServer> => {
   const scope = Effect.runSync(Scope.make())
@@ -61,13 +60,5 @@ export const startHandwritten = async (databaseUrl: string, jwtSecret: string, c
         })
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-      await Effect.runPromise(Scope.close(scope, Exit.void))
-    }
-  }
+  return listenComparator(server, () => Effect.runPromise(Scope.close(scope, Exit.void)))
 }

@@ -7,12 +7,11 @@
  */
 import { jwtVerify } from "jose"
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { postgraphile } from "postgraphile"
 import { makePgService } from "postgraphile/adaptors/pg"
 import { grafserv } from "postgraphile/grafserv/node"
 import { PostGraphileAmberPreset } from "postgraphile/presets/amber"
-import type { ComparatorServer } from "./support.ts"
+import { type ComparatorServer, listenComparator } from "./support.ts"
 
 /** The read of `sql-read` in GraphQL: the row whose primary key is `$id`, if the caller may see it. */
 export const POSTGRAPHILE_READ = "query ($id: BigInt!) { benchItemByRowId(rowId: $id) { rowId payload hits } }"
@@ -33,13 +32,5 @@ export const startPostGraphile = async (databaseUrl: string, jwtSecret: string, 
   })
   const server = createServer()
   instance.createServ(grafserv).addTo(server)
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-      await instance.release()
-    }
-  }
+  return listenComparator(server, async () => instance.release())
 }

@@ -10,6 +10,7 @@ import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
+import type * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -107,6 +108,19 @@ export const signIn = async (stack: BenchStack, email: string, role: string): Pr
 export interface ComparatorServer {
   readonly url: string
   readonly close: () => Promise<void>
+}
+
+/** `server` listening on an ephemeral loopback port; closing it ends its connections, then `release`s what it used. */
+export const listenComparator = async (server: http.Server, release: () => Promise<void>): Promise<ComparatorServer> => {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await release()
+    }
+  }
 }
 
 export interface LoadPlan {
