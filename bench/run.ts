@@ -19,7 +19,7 @@ const sections: Array<string> = [
 ]
 for (const scenario of SCENARIOS) {
   // The same Node flags as this process (`npm run bench`: those Plinth runs with, package.json).
-  // PostGraphile (a comparator of bench/sql.ts) in production mode, as deployed, and saying so.
+  // PostGraphile (a comparator of bench/sql.ts) in production mode, as it is deployed; set, so it does not warn that it guessed.
   const run = spawnSync(process.execPath, [...process.execArgv, scenario], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
