@@ -133,15 +133,15 @@ export const run = async () => {
     }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.mainUrl), types: makeJsonColumnTypes(), idleTimeout: Duration.seconds(30) }))))
 
     /** One figure of every round, as `min / median / max`, and its median. */
-    const across = (which: Scenario, figure: (measured: Measured) => number, digits: number) => {
+    const across = (which: Scenario, figure: (measured: Measured) => number, digits: number, boldMedian = false) => {
       const summary = summarize(rounds.map((round) => figure(round[which])))
-      return { text: spread(summary, digits), median: summary.p50 }
+      return { text: spread(summary, digits, boldMedian), median: summary.p50 }
     }
     const row = (which: Scenario, label: string, digits: number, limit: number, unit: string) => {
-      const p99 = across(which, (m) => m.overhead.p99, digits)
+      const p99 = across(which, (m) => m.overhead.p99, digits, true)
       return `| ${label} | ${across(which, (m) => m.plinth.p50, 1).text} | ${across(which, (m) => m.plinth.p99, 1).text} | ` +
         `${across(which, (m) => m.raw.p50, 1).text} | ${across(which, (m) => m.raw.p99, 1).text} | ` +
-        `${across(which, (m) => m.overhead.p50, digits).text} | ${p99.text.replace(/ \/ ([^/]+) \/ /, " / **$1** / ")} | ` +
+        `${across(which, (m) => m.overhead.p50, digits).text} | ${p99.text} | ` +
         `≤ ${limit} per ${unit} | ${p99.median <= limit ? "met" : "not met"} |`
     }
     return [

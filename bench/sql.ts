@@ -215,7 +215,7 @@ export const run = async () => {
       const met = ratio.p50 >= target.ratio && p99.p50 <= target.p99 && named.every((result) => result.beaten)
       lines.push(
         `| sql-${scenario} | ${spread(summarize(http.map((m) => m.rps)), 0)} | ${spread(summarize(raw.map((m) => m.rps)), 0)} | ` +
-          `${fmt(ratio.min, 2)} / **${fmt(ratio.p50, 2)}** / ${fmt(ratio.max, 2)} | ${fmt(p99.p50, 1)} | ${cpu(http)} / ${cpu(raw)} | ` +
+          `${spread(ratio, 2, true)} | ${fmt(p99.p50, 1)} | ${cpu(http)} / ${cpu(raw)} | ` +
           `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms${named.length > 0 ? ", faster than the three servers below" : ""} | ` +
           `${met ? "met" : "not met"} |`
       )

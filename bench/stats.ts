@@ -11,6 +11,8 @@ export const summarize = (samples: ReadonlyArray<number>) => {
   return { min: sorted[0] ?? Number.NaN, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN }
 }
 
-/** A summary's `min / median / max`, as the report's tables show rounds. */
-export const spread = (summary: { readonly min: number; readonly p50: number; readonly max: number }, digits: number) =>
-  `${summary.min.toFixed(digits)} / ${summary.p50.toFixed(digits)} / ${summary.max.toFixed(digits)}`
+/** A summary's `min / median / max`, as the report's tables show rounds; the median in bold where a target is held to it. */
+export const spread = (summary: { readonly min: number; readonly p50: number; readonly max: number }, digits: number, boldMedian = false) => {
+  const median = summary.p50.toFixed(digits)
+  return `${summary.min.toFixed(digits)} / ${boldMedian ? `**${median}**` : median} / ${summary.max.toFixed(digits)}`
+}
