@@ -27,6 +27,7 @@ export const startFastify = async (
   connections: number,
   options: { readonly oneRoundTrip: boolean }
 ): Promise<ComparatorServer> => {
+  // Notices would go to stdout, which is the bench's report.
   const sql = postgres(databaseUrl, { max: connections, prepare: true, onnotice: () => {} })
   const key = new TextEncoder().encode(jwtSecret)
   const verified = new Map<string, RequestIdentity>()
