@@ -7,13 +7,13 @@ import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Exit, Redacted, Scope } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
-import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts"
 import { EventStream } from "../../src/http/EventsRoutes.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
+import { rawClient } from "../support/rawClient.ts"
 
 const HEARTBEAT_MS = 300
 let stack: AuthStack
@@ -69,20 +69,13 @@ const openRawStream = (path: string, headers: Record<string, string> = {}, base:
 
 /** A bare socket to the main service that sends `request` as is and collects what comes back. */
 const openRawSocket = (request: string) => {
-  const { port } = new URL(stack.main.url)
-  const socket = net.connect(Number(port), "127.0.0.1")
-  let bytes = ""
-  socket.setEncoding("latin1")
-  socket.on("data", (chunk: string) => (bytes += chunk))
-  socket.on("error", () => undefined)
-  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()))
-  socket.write(request)
+  const { socket, received, closed } = rawClient(Number(new URL(stack.main.url).port), request)
   /** Waits until what came back matches `pattern` (and fails if it does not in time). */
   const until = async (pattern: RegExp) => {
-    await eventually(async () => pattern.test(bytes), 3_000)
-    expect(bytes).toMatch(pattern)
+    await eventually(async () => pattern.test(received()), 3_000)
+    expect(received()).toMatch(pattern)
   }
-  return { bytes: () => bytes, until, closed, destroy: () => socket.destroy() }
+  return { bytes: received, until, closed, destroy: () => socket.destroy() }
 }
 
 describe("GET /events", () => {

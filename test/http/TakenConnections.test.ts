@@ -9,6 +9,7 @@ import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { StreamingServer, takeConnection } from "../../src/http/TakenConnections.ts"
 import { eventually } from "../support/eventually.ts"
+import { rawClient } from "../support/rawClient.ts"
 
 interface Taken {
   readonly socket: net.Socket
@@ -36,15 +37,9 @@ const connect = async (requests = "GET /take HTTP/1.1\r\nhost: localhost\r\n\r\n
   })
   await new Promise<void>((resolve) => streaming.listen(0, "127.0.0.1", resolve))
   const { port } = streaming.address() as net.AddressInfo
-  const client = net.connect(port, "127.0.0.1")
-  let received = ""
-  client.setEncoding("latin1")
-  client.on("data", (chunk: string) => (received += chunk))
-  client.on("error", () => undefined)
-  const closed = new Promise<void>((resolve) => client.on("close", () => resolve()))
-  client.write(requests)
+  const { socket: client, received, closed } = rawClient(port, requests)
   expect(await eventually(async () => outcomes.length === 1, 3_000)).toBe(true)
-  return { client, taken, outcomes, received: () => received, closed, server: streaming }
+  return { client, taken, outcomes, received, closed, server: streaming }
 }
 
 describe("a connection taken from node:http", () => {
@@ -108,11 +103,7 @@ describe("a connection taken from node:http", () => {
     })
     const stopped = new Promise<void>((resolve) => closing.on("close", () => resolve()))
     await new Promise<void>((resolve) => closing.listen(0, "127.0.0.1", resolve))
-    const client = net.connect((closing.address() as net.AddressInfo).port, "127.0.0.1")
-    client.on("error", () => undefined)
-    const closed = new Promise<void>((resolve) => client.on("close", () => resolve()))
-    client.write("GET /take HTTP/1.1\r\nhost: localhost\r\n\r\n")
-    await closed
+    await rawClient((closing.address() as net.AddressInfo).port, "GET /take HTTP/1.1\r\nhost: localhost\r\n\r\n").closed
     await stopped
     expect(outcomes).toEqual([false])
   })
