@@ -224,7 +224,6 @@ export const introspect = async (stack: AuthStack, user: SignIn, app?: string): 
 export const relation = (schema: Introspection, table: string, schemaName = "public") =>
   schema.relations.find((r) => r.table_name === table && r.schema_name === schemaName)
 
-
 /** Polls POST / until `probe` holds for its answer (the cache follows NOTIFY plinth_catalog), then returns that answer. */
 export const introspectUntil = async (
   stack: AuthStack,

@@ -139,11 +139,9 @@ describe("isolation", () => {
     const acmeStream = openStream(acme, acmeOwner)
     const globexStream = openStream(globex, globexOwner)
     try {
-      for (let i = 0; i < 100 && !(acmeStream.text().includes("connected") && globexStream.text().includes("connected")); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await eventually(async () => acmeStream.text().includes("connected") && globexStream.text().includes("connected"))
       expect((await sql(acme, acmeOwner, "SELECT sys.create_page('welcome', 'Welcome', '')")).status).toBe(200)
-      for (let i = 0; i < 100 && !acmeStream.text().includes("welcome"); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+      await eventually(async () => acmeStream.text().includes("welcome"))
       await new Promise((resolve) => setTimeout(resolve, 200))
       expect(acmeStream.text()).toContain(`event: page_change\ndata: {"schema":"public","slug":"welcome"}`)
       expect(globexStream.text()).not.toContain("welcome")
