@@ -133,7 +133,7 @@ const measureBare = async (): Promise<StreamsMeasure> => {
         server.stdin.write(`${command}\n`)
       })
     return await measureStreams(`http://127.0.0.1:${await listening}`, "none", (slug) => ask(`change ${slug}`).then(() => undefined), () =>
-      ask("rss").then((line) => {
+      ask("memory").then((line) => {
         const [, rss, heapUsed] = line.split(" ")
         return { rss: Number(rss), heapUsed: Number(heapUsed) }
       }))

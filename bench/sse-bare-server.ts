@@ -3,7 +3,7 @@
  * event streams and writing each page change to every one of them, with no authentication,
  * framework or fan-out logic. Like Plinth, it takes each stream's connection from node:http
  * (src/http/TakenConnections.ts) and writes to the socket. Commands on stdin, one per line, each
- * answered on stdout: `rss` → `rss <rss bytes> <heap used bytes>` (after a full GC, settled); `change <slug>` → `sent`
+ * answered on stdout: `memory` → `memory <rss bytes> <heap used bytes>` (after a full GC, settled); `change <slug>` → `sent`
  * once written to all. Prints `port <n>` first. Usage: node --expose-gc bench/sse-bare-server.ts
  */
 import type { Socket } from "node:net"
@@ -26,11 +26,11 @@ server.listen(0, "127.0.0.1", () => {
 
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
   const [command, argument] = line.split(" ")
-  if (command === "rss") {
+  if (command === "memory") {
     setTimeout(() => {
       globalThis.gc?.()
       const { rss, heapUsed } = process.memoryUsage()
-      process.stdout.write(`rss ${rss} ${heapUsed}\n`)
+      process.stdout.write(`memory ${rss} ${heapUsed}\n`)
     }, 1_000)
   } else if (command === "change") {
     // Built once, written to each socket as one write: node:http at its cheapest.
