@@ -12,7 +12,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { SqlError } from "effect/sql"
-import { AccessTokens } from "../services/AccessTokens.ts"
+import { AccessTokens, type Principal } from "../services/AccessTokens.ts"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
@@ -73,21 +73,24 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
         Effect.fail(new BadRequest({ error: `the result is larger than ${error.limitBytes} bytes; select fewer rows or columns` }))
     })
 
+  // Defined once, not as a generator written inline per request (StatementConnections' roundTrip says why).
+  const guarded = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, principal: Principal, payload: typeof SqlPayload.Type) {
+    const statement = yield* guard.check(payload.sql).pipe(
+      Effect.catchTag("StatementRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
+    )
+    const params = payload.params ?? []
+    if (params.length < statement.parameters) {
+      return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
+    }
+    const context = yield* resolveRequestContext(principal, request)
+    return yield* runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+  })
+
   const sql = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const principal = yield* caller(request)
     const payload = yield* sqlBody(request)
-    return yield* answer(Effect.gen(function*() {
-      const statement = yield* guard.check(payload.sql).pipe(
-        Effect.catchTag("StatementRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
-      )
-      const params = payload.params ?? []
-      if (params.length < statement.parameters) {
-        return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
-      }
-      const context = yield* resolveRequestContext(principal, request)
-      return yield* runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
-    }))
+    return yield* answer(guarded(request, principal, payload))
   })
 
   // `/function/*`, not `/function/:name`: the router ends a segment at `;` (matrix parameters),

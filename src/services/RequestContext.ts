@@ -119,10 +119,8 @@ export const deadlineOf = (context: RequestContext): Duration.Duration =>
   Duration.sum(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT, CLIENT_DEADLINE_MARGIN)
 
 const asTransaction = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
-  connectionLossAsFailure(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.withTransaction(sql.unsafe(SETTINGS_STATEMENT, settingsOf(context)).pipe(Effect.andThen(effect)))
-  }))
+  connectionLossAsFailure(Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
+    sql.withTransaction(sql.unsafe(SETTINGS_STATEMENT, settingsOf(context)).pipe(Effect.andThen(effect)))))
 
 /** `asRequest` for calls that need only a role and a user (the identity functions). */
 export const asIdentity = <A, E, R>(identity: RequestIdentity, effect: Effect.Effect<A, E, R>) => asRequest(identity, effect)

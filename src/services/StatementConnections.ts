@@ -61,26 +61,29 @@ const CANCEL_WAIT = Duration.seconds(1)
  * cancel must not reach the statement of whoever would use the connection next.
  */
 const inOneRoundTrip = (context: RequestContext, statements: ReadonlyArray<Statement>) =>
-  withDeadline(
-    deadlineOf(context),
-    connectionLossAsFailure(Effect.scoped(Effect.gen(function*() {
-      const pool = yield* StatementConnections
-      const sql = yield* SqlClient.SqlClient
-      const connection = yield* pool.get
-      // A failed statement turns the COMMIT into a ROLLBACK: the transaction ends either way.
-      const results = yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]]).pipe(
-        Effect.onInterrupt(() =>
-          Effect.andThen(
-            pool.invalidate(connection),
-            // Waited for (a process shutting down must not exit before it is sent), but briefly:
-            // against a frozen server it would hang like the statement.
-            Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection.processId})`), CANCEL_WAIT))
-          )
-        )
+  withDeadline(deadlineOf(context), connectionLossAsFailure(Effect.scoped(roundTrip(context, statements))))
+
+// Defined once, not a generator written inline per call: a generator function created per call
+// gets a prototype of its own, which V8's minor GC keeps alive with everything the call's
+// closure holds (the whole request), so every request was promoted to the old generation
+// (README, Performance).
+const roundTrip = Effect.fnUntraced(function*(context: RequestContext, statements: ReadonlyArray<Statement>) {
+  const pool = yield* StatementConnections
+  const sql = yield* SqlClient.SqlClient
+  const connection = yield* pool.get
+  // A failed statement turns the COMMIT into a ROLLBACK: the transaction ends either way.
+  const results = yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]]).pipe(
+    Effect.onInterrupt(() =>
+      Effect.andThen(
+        pool.invalidate(connection),
+        // Waited for (a process shutting down must not exit before it is sent), but briefly:
+        // against a frozen server it would hang like the statement.
+        Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection.processId})`), CANCEL_WAIT))
       )
-      return results.slice(2, -1)
-    })))
+    )
   )
+  return results.slice(2, -1)
+})
 
 /**
  * Runs `text` as `context` in one round trip: its result, rows collected. For statements without
@@ -139,13 +142,11 @@ export const withPipelinedTransaction = <A, E, R>(
 ): Effect.Effect<A, E | SqlError.SqlError, Exclude<R, Scope.Scope> | StatementConnections> =>
   withDeadline(
     deadlineOf(context),
-    connectionLossAsFailure(Effect.scoped(Effect.gen(function*() {
-      const pool = yield* StatementConnections
-      const connection = yield* pool.get
-      return yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
-        Effect.andThen(use(connection)),
-        Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.catch(connection.query("ROLLBACK"), () => pool.invalidate(connection))),
-        Effect.tap(() => connection.query("COMMIT"))
-      )
-    })))
+    connectionLossAsFailure(Effect.scoped(Effect.flatMap(Effect.service(StatementConnections), (pool) =>
+      Effect.flatMap(pool.get, (connection) =>
+        pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
+          Effect.andThen(use(connection)),
+          Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.catch(connection.query("ROLLBACK"), () => pool.invalidate(connection))),
+          Effect.tap(() => connection.query("COMMIT"))
+        )))))
   )
