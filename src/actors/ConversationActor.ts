@@ -22,11 +22,11 @@ export const makeConversationActor: Effect.Effect<ConversationActorShape, never,
   yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), (job) => job.run)))
   return {
     exclusive: <A, E>(effect: Effect.Effect<A, E>) =>
-      Effect.gen(function*() {
-        const reply = yield* Deferred.make<A, E>()
-        yield* Queue.offer(mailbox, { run: Effect.flatMap(Effect.exit(effect), (exit) => Deferred.done(reply, exit)).pipe(Effect.asVoid) })
-        return yield* Deferred.await(reply)
-      })
+      Effect.flatMap(Deferred.make<A, E>(), (reply) =>
+        Effect.andThen(
+          Queue.offer(mailbox, { run: Effect.flatMap(Effect.exit(effect), (exit) => Deferred.done(reply, exit)).pipe(Effect.asVoid) }),
+          Deferred.await(reply)
+        ))
   }
 })
 
@@ -39,12 +39,11 @@ export class ConversationActors extends Context.Service<ConversationActors, {
   static readonly layer = Layer.effect(ConversationActors, Effect.gen(function*() {
     const actors = yield* RcMap.make({ lookup: (_: string) => makeConversationActor, idleTimeToLive: CONVERSATION_IDLE_TIME })
     return ConversationActors.of({
+      // Combinators, not a generator written inline per call (StatementConnections' roundTrip says why).
       exclusive: <A, E, R>(conversationId: string, effect: Effect.Effect<A, E, R>) =>
-        Effect.gen(function*() {
-          const context = yield* Effect.context<R>()
-          const actor = yield* RcMap.get(actors, conversationId)
-          return yield* actor.exclusive(Effect.provideContext(effect, context))
-        }).pipe(Effect.scoped)
+        Effect.contextWith((context: Context.Context<R>) =>
+          Effect.flatMap(RcMap.get(actors, conversationId), (actor) => actor.exclusive(Effect.provideContext(effect, context)))
+        ).pipe(Effect.scoped)
     })
   }))
 }

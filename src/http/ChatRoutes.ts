@@ -44,8 +44,8 @@ const streamReply = <R>(
   owned: Conversations.OwnedConversation,
   run: (emit: (event: ChatEvent) => Effect.Effect<void>) => Effect.Effect<void, unknown, R>
 ) =>
-  Effect.gen(function*() {
-    const events = yield* Queue.unbounded<ChatEvent, Cause.Done>()
+  // Combinators, not a generator written inline per call (StatementConnections' roundTrip says why).
+  Effect.flatMap(Queue.unbounded<ChatEvent, Cause.Done>(), (events) => {
     const emit = (event: ChatEvent) => Effect.asVoid(Queue.offer(events, event))
     const closePending = Conversations.failPending(owned).pipe(Effect.ignore)
     const guarded = run(emit).pipe(
@@ -58,11 +58,13 @@ const streamReply = <R>(
       Effect.onInterrupt(() => Effect.andThen(closePending, emit({ event: "error", data: { error: "the service is shutting down" } }))),
       Effect.ensuring(Queue.end(events))
     )
-    yield* FiberSet.run(replies, guarded)
-    return HttpServerResponse.stream(Stream.encodeText(Stream.map(Stream.fromQueue(events), frame)), {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
-    })
+    return Effect.as(
+      FiberSet.run(replies, guarded),
+      HttpServerResponse.stream(Stream.encodeText(Stream.map(Stream.fromQueue(events), frame)), {
+        contentType: "text/event-stream",
+        headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+      })
+    )
   })
 
 const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effect.fn(function*(handlers) {
@@ -82,25 +84,24 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
     context: RequestContext,
     start: Conversations.TurnStart
   ) =>
-    Effect.gen(function*() {
-      const started = yield* actors.exclusive(conversationId, Conversations.beginTurn(context.userId, conversationId, start)).pipe(
-        Effect.catchTags({
-          ConversationNotFound: () => Effect.fail(notFound()),
-          TurnRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message }))
-        })
-      )
-      return yield* streamReply(replies, { userId: context.userId, conversationId }, (emit) =>
-        runTurn({
-          context,
-          conversationId,
-          placeholderId: started.placeholderId,
-          history: started.history,
-          titleFrom: started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none(),
-          maxSteps: config.chatMaxSteps,
-          guard,
-          emit
-        }))
-    })
+    actors.exclusive(conversationId, Conversations.beginTurn(context.userId, conversationId, start)).pipe(
+      Effect.catchTags({
+        ConversationNotFound: () => Effect.fail(notFound()),
+        TurnRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message }))
+      }),
+      Effect.flatMap((started) =>
+        streamReply(replies, { userId: context.userId, conversationId }, (emit) =>
+          runTurn({
+            context,
+            conversationId,
+            placeholderId: started.placeholderId,
+            history: started.history,
+            titleFrom: started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none(),
+            maxSteps: config.chatMaxSteps,
+            guard,
+            emit
+          })))
+    )
 
   return handlers
     .handle("list", () =>
@@ -132,15 +133,11 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
         if (!(yield* Conversations.deleteConversation(principal.userId, params.id))) return yield* notFound()
       }).pipe(databaseUnavailable))
     .handle("chat", ({ params, payload, request }) =>
-      Effect.gen(function*() {
-        const context = yield* callerContext(request)
-        return yield* beginAndStream(params.id, context, { kind: "chat", content: payload.content })
-      }).pipe(databaseUnavailable))
+      Effect.flatMap(callerContext(request), (context) => beginAndStream(params.id, context, { kind: "chat", content: payload.content })).pipe(
+        databaseUnavailable
+      ))
     .handle("continue", ({ params, request }) =>
-      Effect.gen(function*() {
-        const context = yield* callerContext(request)
-        return yield* beginAndStream(params.id, context, { kind: "continue" })
-      }).pipe(databaseUnavailable))
+      Effect.flatMap(callerContext(request), (context) => beginAndStream(params.id, context, { kind: "continue" })).pipe(databaseUnavailable))
     .handle("executeTool", ({ params, payload, request }) =>
       Effect.gen(function*() {
         const context = yield* callerContext(request)

@@ -139,14 +139,11 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const head = headOf((yield* References.CurrentLogAnnotations)["requestId"])
   const stream = new EventStream()
   const lifetime = yield* Scope.make()
-  const taken = yield* Effect.gen(function*() {
-    yield* holdTenant
-    // Attached before answering: a client that has seen `: connected` misses nothing after it.
-    yield* tenant.attach(principal.userId, stream).pipe(
-      Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 }))
-    )
-    return yield* connections.take(request, (connection) => open(stream, lifetime, connection, head))
-  }).pipe(
+  // Attached before answering: a client that has seen `: connected` misses nothing after it.
+  const taken = yield* holdTenant.pipe(
+    Effect.andThen(tenant.attach(principal.userId, stream)),
+    Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 })),
+    Effect.andThen(connections.take(request, (connection) => open(stream, lifetime, connection, head))),
     Scope.provide(lifetime),
     Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value ? Effect.void : Scope.close(lifetime, exit)))
   )

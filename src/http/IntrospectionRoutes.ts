@@ -9,8 +9,9 @@ import { resolveRequestContext } from "./RequestContextResolver.ts"
 
 export const IntrospectionHandlers = HttpApiBuilder.group(ServedApi, "introspection", (handlers) =>
   handlers.handle("introspect", ({ request }) =>
-    Effect.gen(function*() {
-      const context = yield* resolveRequestContext(yield* CurrentPrincipal, request)
-      // The tenant's introspection (and its cache), so it is looked up per request.
-      return yield* (yield* Introspection).describe(context)
-    }).pipe(databaseUnavailable)))
+    // The tenant's introspection (and its cache), so it is looked up per request. Combinators, not
+    // a generator written inline per request (StatementConnections' roundTrip says why).
+    Effect.flatMap(Effect.service(CurrentPrincipal), (principal) => resolveRequestContext(principal, request)).pipe(
+      Effect.flatMap((context) => Effect.flatMap(Effect.service(Introspection), (introspection) => introspection.describe(context))),
+      databaseUnavailable
+    )))

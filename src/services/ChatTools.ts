@@ -115,12 +115,11 @@ const callSys = (context: RequestContext, call: string, params: ReadonlyArray<un
   changingCatalog(callPipelined(context, call, params)).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
 
 /** A statement the model helped write: guarded like any client's, then run as the caller. */
-const guarded = (guard: SqlGuard["Service"], context: RequestContext, statement: string, params: ReadonlyArray<unknown>) =>
-  Effect.gen(function*() {
-    yield* guard.check(statement).pipe(Effect.mapError((refused) => new ToolFailed({ message: refused.message })))
-    const result = yield* executePipelined(context, statement, params).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
-    return { rowCount: result.rowCount }
-  })
+const guarded = Effect.fnUntraced(function*(guard: SqlGuard["Service"], context: RequestContext, statement: string, params: ReadonlyArray<unknown>) {
+  yield* guard.check(statement).pipe(Effect.mapError((refused) => new ToolFailed({ message: refused.message })))
+  const result = yield* executePipelined(context, statement, params).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failedSql(error))))
+  return { rowCount: result.rowCount }
+})
 
 /** Runs one tool call as `context` (the caller's role, user and app); the result is what the model sees. */
 export const runTool = Effect.fn("ChatTools.run")(function*(

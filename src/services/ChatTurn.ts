@@ -141,17 +141,30 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
     : { error: (outcome.failure as ToolFailed).message }
   const done: MessageContent = { ...content, tool_result: toolResult }
   const status = outcome._tag === "Success" ? "complete" : "error"
-  const store = Effect.gen(function*() {
-    const [saved, next] = lastOfStep
-      ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
-      : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
-    if (mode === "query") yield* options.emit({ event: "status", data: { text: "" } })
-    else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: toolResult } })
-    return { saved, next }
-  })
+  const store = storeToolResult(options, { messageId, done, status, toolResult, quiet: mode === "query", lastOfStep })
   // `ran` stands in the turn's history until `store` answers with the row (its created_at is the
   // database's; the model's history has no use for it).
   return { ran: { id: messageId, role: "assistant", content: done, status, created_at: "" } satisfies Message, store }
+})
+
+/** Stores a tool call with its result (see runToolCall), then tells the client. */
+// Defined once, not as a generator written inline per call (StatementConnections' roundTrip says why).
+const storeToolResult = Effect.fnUntraced(function*(options: TurnOptions, result: {
+  readonly messageId: string
+  readonly done: MessageContent
+  readonly status: "complete" | "error"
+  readonly toolResult: Readonly<Record<string, unknown>>
+  /** select_data's: the client saw only a status line, which this clears. */
+  readonly quiet: boolean
+  readonly lastOfStep: boolean
+}) {
+  const { done, messageId, status } = result
+  const [saved, next] = result.lastOfStep
+    ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
+    : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
+  if (result.quiet) yield* options.emit({ event: "status", data: { text: "" } })
+  else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: result.toolResult } })
+  return { saved, next }
 })
 
 /** Runs the reply to its end; failures of the model end it with an `error` event and an `error` message. */

@@ -50,36 +50,38 @@ export class Model extends Context.Service<Model, {
     })
     const model = config.anthropicModel
 
+    // Defined once, not as a generator written inline per call (StatementConnections' roundTrip says why).
+    const openReply = Effect.fnUntraced(function*(request: ReplyRequest) {
+      const controller = new AbortController()
+      let ended = false
+      // A request still open when its stream is let go (interrupted, failed on the way, or no
+      // longer read) is cut. One that ended has nothing to cut: aborting it anyway built a
+      // DOMException, stack and all, per model call (1.5 % of a chat turn's CPU).
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (!ended) controller.abort()
+        })
+      )
+      const events = yield* Effect.tryPromise({
+        try: () =>
+          client.messages.create({
+            model,
+            max_tokens: MAX_TOKENS,
+            system: request.system,
+            messages: [...request.messages],
+            tools: [...request.tools],
+            stream: true
+          }, { signal: controller.signal }),
+        catch: describeFailure
+      })
+      return Stream.fromAsyncIterable(events as AsyncIterable<RawMessageStreamEvent>, describeFailure).pipe(
+        Stream.onEnd(Effect.sync(() => (ended = true))),
+        Stream.mapAccum(() => new Map<number, { id: string; name: string; json: string }>(), toModelEvents)
+      )
+    })
+
     return Model.of({
-      reply: (request) =>
-        Stream.unwrap(Effect.gen(function*() {
-          const controller = new AbortController()
-          let ended = false
-          // A request still open when its stream is let go (interrupted, failed on the way, or no
-          // longer read) is cut. One that ended has nothing to cut: aborting it anyway built a
-          // DOMException, stack and all, per model call (1.5 % of a chat turn's CPU).
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              if (!ended) controller.abort()
-            })
-          )
-          const events = yield* Effect.tryPromise({
-            try: () =>
-              client.messages.create({
-                model,
-                max_tokens: MAX_TOKENS,
-                system: request.system,
-                messages: [...request.messages],
-                tools: [...request.tools],
-                stream: true
-              }, { signal: controller.signal }),
-            catch: describeFailure
-          })
-          return Stream.fromAsyncIterable(events as AsyncIterable<RawMessageStreamEvent>, describeFailure).pipe(
-            Stream.onEnd(Effect.sync(() => (ended = true))),
-            Stream.mapAccum(() => new Map<number, { id: string; name: string; json: string }>(), toModelEvents)
-          )
-        })),
+      reply: (request) => Stream.unwrap(openReply(request)),
       title: (text) =>
         Effect.tryPromise({
           try: () =>
