@@ -109,6 +109,10 @@ export const run = async () => {
       const plinth: Array<number> = []
       const baseline: Array<number> = []
       for (const [index, id] of ids.entries()) {
+        // The fake records every request it is sent (for the tests); here that would be every
+        // prompt of the run kept in this process, the chat service's, and its collections would
+        // mark them all. The raw path reads the system prompt from the turn just before it.
+        model.requests.length = 0
         const ms = await turn(id)
         const rawMs = await raw()
         if (index >= 3) { // the first three warm both paths up
