@@ -24,8 +24,13 @@ const signals: Record<string, number> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 }
  */
 const NODE_FLAGS = ["--single-threaded"]
 
-export const runPlinth = (args: ReadonlyArray<string>, env: Record<string, string>, entry = CLI_SOURCE): PlinthProcess => {
-  const child = spawn(process.execPath, [...NODE_FLAGS, entry, ...args], {
+export const runPlinth = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  entry = CLI_SOURCE,
+  nodeFlags: ReadonlyArray<string> = []
+): PlinthProcess => {
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeFlags, entry, ...args], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
