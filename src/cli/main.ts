@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=16 --no-allocation-site-pretenuring
 /**
  * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
  * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`, and

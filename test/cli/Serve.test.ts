@@ -104,7 +104,7 @@ describe("the built plinth (dist/)", () => {
   })
 
   it("runs as a program through its #! line, which gives Node Plinth's flags", async () => {
-    expect(readFileSync(CLI_BUILT, "utf8").split("\n")[0]).toBe("#!/usr/bin/env -S node --max-semi-space-size=16")
+    expect(readFileSync(CLI_BUILT, "utf8").split("\n")[0]).toBe("#!/usr/bin/env -S node --max-semi-space-size=16 --no-allocation-site-pretenuring")
     chmodSync(CLI_BUILT, 0o755)
     const child = spawn(path.resolve(CLI_BUILT), ["--help"], { stdio: ["ignore", "pipe", "pipe"] })
     let out = ""
