@@ -143,7 +143,7 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const taken = yield* holdTenant.pipe(
     Effect.andThen(tenant.attach(principal.userId, stream)),
     Effect.mapError((error) => new TooManyRequests({ error: `at most ${error.limit} event streams per user`, retryAfterSeconds: 30 })),
-    Effect.andThen(connections.take(request, (connection) => open(stream, lifetime, connection, head))),
+    Effect.andThen(() => connections.take(request, (connection) => open(stream, lifetime, connection, head))),
     Scope.provide(lifetime),
     Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value ? Effect.void : Scope.close(lifetime, exit)))
   )
