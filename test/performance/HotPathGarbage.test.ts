@@ -6,15 +6,16 @@
  * of each young collection (`--trace-gc-nvp`) in a `plinth serve main` of its own, one request at
  * a time, so that nothing of the client's and (almost) nothing in flight is counted.
  */
-import { SignJWT } from "jose"
+import { Duration, Effect, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { Agent, request as httpRequest } from "node:http"
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { runPlinth } from "../support/cli.ts"
+import { makeAccessTokens } from "../../src/services/AccessTokens.ts"
+import { PLINTH_NODE_FLAGS, runPlinth } from "../support/cli.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
+import { TEST_JWT_SECRET } from "../support/services.ts"
 
-const JWT_SECRET = "a-test-secret-that-is-at-least-32-bytes-long"
 const BODY = JSON.stringify({ sql: "SELECT $1::int AS n, 'x' AS label", params: [7] })
 
 let db: TestDatabase
@@ -23,15 +24,12 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(() => db?.drop())
 
-const memberToken = () => {
-  const now = Math.floor(Date.now() / 1000)
-  return new SignJWT({ role: "member", email: "member@plinth.test" })
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setSubject(randomUUID())
-    .setIssuedAt(now)
-    .setExpirationTime(now + 600)
-    .sign(new TextEncoder().encode(JWT_SECRET))
-}
+/** A member's token, as Plinth issues them. */
+const memberToken = () =>
+  Effect.runPromise(
+    makeAccessTokens({ secret: Redacted.make(TEST_JWT_SECRET), ttl: Duration.minutes(10) })
+      .issue({ userId: randomUUID(), role: "member", email: "member@plinth.test" })
+  )
 
 /** Bytes promoted by the young collections recorded in `trace` (V8's `--trace-gc-nvp` lines). */
 const promotedIn = (trace: string) =>
@@ -39,15 +37,10 @@ const promotedIn = (trace: string) =>
 
 it("a POST /sql keeps nothing alive after it for the young collections to promote", async () => {
   const port = await freePort()
-  const env = { NODE_ENV: "test", JWT_SECRET, DATABASE_URL: db.mainUrl, PORT: String(port), CHAT_PORT: String(await freePort()), LOG_LEVEL: "Warn" }
+  const env = { NODE_ENV: "test", JWT_SECRET: TEST_JWT_SECRET, DATABASE_URL: db.mainUrl, PORT: String(port), CHAT_PORT: String(await freePort()), LOG_LEVEL: "Warn" }
   // V8 as in production (npm start: its flags, and its threads; with --single-threaded the service
   // promoted ~14 KB a request even without the fault).
-  const plinth = runPlinth(["serve", "main"], env, undefined, [
-    "--no-single-threaded",
-    "--max-semi-space-size=16",
-    "--no-allocation-site-pretenuring",
-    "--trace-gc-nvp"
-  ])
+  const plinth = runPlinth(["serve", "main"], env, undefined, ["--no-single-threaded", ...PLINTH_NODE_FLAGS, "--trace-gc-nvp"])
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   try {
     await plinth.waitFor(/Plinth main service: \S+/)

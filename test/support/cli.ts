@@ -1,8 +1,12 @@
 /** Runs the real `plinth` command in a child process, as an operator would. */
 import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 
 export const CLI_SOURCE = "src/cli/main.ts"
 export const CLI_BUILT = "dist/src/cli/main.js"
+
+/** The V8 flags Plinth runs with, as its `#!` line gives them (`#!/usr/bin/env -S node <flags>`). */
+export const PLINTH_NODE_FLAGS: ReadonlyArray<string> = readFileSync(CLI_SOURCE, "utf8").split("\n")[0]!.split(" ").slice(3)
 
 export interface PlinthProcess {
   readonly child: ChildProcess
