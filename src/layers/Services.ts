@@ -15,6 +15,7 @@ import { failAbandoned } from "../services/Conversations.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { Model } from "../services/Model.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { warnWithoutTempFileLimit } from "../services/ResourceLimits.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
 import { requireUrl } from "./Database.ts"
@@ -40,6 +41,12 @@ const ChallengeLive = sharedStore(Challenge.layer, (sql) => Challenge.layerWith(
 /** What the main service's handlers stand on, besides the tenant of each request. */
 const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer)
 
+/** One warning at start, off the start-up path, when callers' statements have no bound on temporary files. */
+const TempFileLimitCheck = Layer.effectDiscard(Effect.gen(function*() {
+  const source = yield* TenantSource
+  yield* Effect.forkScoped(Effect.provideService(warnWithoutTempFileLimit(), SqlClient.SqlClient, Context.get(source.process, SqlClient.SqlClient)))
+}))
+
 const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Option.getOrUndefined(Option.map(value, Redacted.value))
 
 /** The main service, connected as `authenticator` (in multi-tenant mode: to the control database). */
@@ -47,7 +54,7 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
-      Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant)),
+      Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant, TempFileLimitCheck)),
       Layer.provideMerge(tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl)))
     )
   }))
