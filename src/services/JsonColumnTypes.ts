@@ -257,8 +257,9 @@ export interface CatalogType {
 }
 
 /**
- * Every composite type (row types of tables and views included, the system's too) and the types
- * users and extensions made; arrays come with their element types.
+ * Every composite type (row types of tables and views included, the system's too), every domain
+ * (a composite's attribute has the domain's OID, a column its base type's), and the types users
+ * and extensions made; arrays come with their element types.
  */
 const CATALOG_TYPES = `
   SELECT t.oid, t.typname::text AS name, t.typtype::text AS kind, t.typcategory::text AS category,
@@ -269,7 +270,7 @@ const CATALOG_TYPES = `
            WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
          ) END AS attributes
   FROM pg_catalog.pg_type AS t
-  WHERE t.typtype = 'c' OR (t.oid >= 16384 AND t.typtype IN ('b', 'd', 'e', 'r', 'm') AND t.typcategory <> 'A')`
+  WHERE t.typtype IN ('c', 'd') OR (t.oid >= 16384 AND t.typtype IN ('b', 'e', 'r', 'm') AND t.typcategory <> 'A')`
 
 /**
  * The result column types of one database: the built-in ones (`makeJsonColumnTypes`) and those of

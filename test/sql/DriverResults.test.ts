@@ -166,6 +166,12 @@ describe("finding 9: composite values", () => {
     expect((row["shelves"] as ReadonlyArray<{ name: string }>).map((shelf) => shelf.name)).toEqual(["jar", "lid"])
   })
 
+  it("a view's rows whose attributes are of domains (information_schema) are objects too", async () => {
+    const response = await run("SELECT t FROM information_schema.tables AS t WHERE table_name = 'shelf'")
+    expect(response.status).toBe(200)
+    expect(response.body.rows[0]!["t"]).toMatchObject({ table_schema: "public", table_name: "shelf", table_type: "BASE TABLE" })
+  })
+
   it("a table created or altered after the first statement: its rows are objects with its attributes as they are now", async () => {
     const owner = await signedIn(stack, "owner@plinth.test", "owner")
     const asOwner = <T = SqlResult>(sql: string) => sqlRequest<T>(stack.main.url, owner.token, sql)
