@@ -123,6 +123,9 @@ const formatVector = (bytes: Uint8Array, what: string): Result.Result<string, Pg
   return Result.succeed(numbers.join(" "))
 }
 
+/** pg_lsn: two 32-bit halves in hex. */
+const formatLsn = (high: number, low: number) => `${high.toString(16).toUpperCase()}/${low.toString(16).toUpperCase()}`
+
 /** pg_snapshot, txid_snapshot: `xmin:xmax:xip,...`. */
 const formatSnapshot = (bytes: Uint8Array): Result.Result<string, PgTypes.CodecError> => {
   if (bytes.byteLength < 20) return invalid("snapshot")
@@ -152,8 +155,8 @@ const codec = (oid: number, decode: (bytes: Uint8Array) => Result.Result<string,
 const OID = PgTypes.OID
 
 /**
- * Types the driver would hand over as raw binary: refused by name, so the caller can cast (with
- * the OID of their array type). A reg* value is an OID on the wire: its name depends on the
+ * Types the driver would hand over as raw binary, each with its array type: refused by name, so
+ * the caller can cast. A reg* value is an OID on the wire: its name depends on the
  * catalog and the search path, which only PostgreSQL's own rendering gets right.
  */
 const WITHOUT_JSON_FORM: ReadonlyArray<readonly [number, string, number?]> = [
@@ -197,9 +200,7 @@ const TEXT_FORMS: ReadonlyArray<readonly [number, number | undefined, (bytes: Ui
   [2278, undefined, () => Result.succeed("")] // void
 ]
 
-const formatLsn = (high: number, low: number) => `${high.toString(16).toUpperCase()}/${low.toString(16).toUpperCase()}`
-
-/** The registry the main and chat pools decode with. */
+/** The built-in types: the registry of the service's own pools, and the start of `makeResultTypes`'. */
 export const makeJsonColumnTypes = (): PgTypes.Registry => {
   const registry = PgTypes.makeRegistry()
   registry.register(OID.int8, codec(OID.int8, (bytes) => Result.map(sized(bytes, 8, "int8"), (b) => String(view(b).getBigInt64(0)))), {
