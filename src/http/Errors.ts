@@ -8,7 +8,7 @@
 import { Effect, Schema } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { SqlError } from "effect/sql"
-import { type DatabaseErrorFields, databaseErrorFields, sqlState } from "../services/DatabaseError.ts"
+import { type DatabaseErrorFields, databaseErrorFields, scrubQuotedValue, sqlState } from "../services/DatabaseError.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shape 1: { error: string }
@@ -144,10 +144,11 @@ export const statusForSqlState = (code: string): number => {
 
 /**
  * Production scrubbing: literal values in `detail`/`hint` are hidden. `Key (email)=(a@b.c)` keeps
- * the column list and loses the value; `Failing row contains (...)` loses the row.
+ * the column list and loses the value; `Failing row contains (...)` loses the row; a quoted value
+ * (`Token "…" is invalid.`) becomes `"***"` as in messages (scrubQuotedValue).
  */
 export const scrub = (text: string): string =>
-  text
+  scrubQuotedValue(text)
     .replace(KEY_VALUES, ")=(***)")
     .replace(/(Failing row contains \().*(\))/gs, "$1***$2")
 
@@ -167,7 +168,7 @@ export const databaseErrorBody = (fields: DatabaseErrorFields, options: { readon
   const position = fields.position === undefined ? null : Number(fields.position)
   return {
     error: {
-      message: fields.message,
+      message: options.production ? scrubQuotedValue(fields.message) : fields.message,
       code: fields.code ?? "XX000",
       detail: detail !== null && options.production ? scrub(detail) : detail,
       hint: hint !== null && options.production ? scrub(hint) : hint,

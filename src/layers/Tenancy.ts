@@ -34,10 +34,10 @@ export const tenantServices = (name: string, databaseUrl: string, onStart: Tenan
       Introspection.layer,
       Layer.effectDiscard(onStart)
     ).pipe(
-      Layer.provideMerge(CatalogWatch.layer),
-      Layer.provideMerge(pool(databaseUrl)),
       // Opened lazily: a service that runs no caller statements (chat) never connects it.
-      Layer.provideMerge(StatementConnections.layer(databaseUrl, POOL_SIZE))
+      Layer.provideMerge(StatementConnections.layer(databaseUrl, POOL_SIZE, config.sqlMaxResponseBytes)),
+      Layer.provideMerge(CatalogWatch.layer),
+      Layer.provideMerge(pool(databaseUrl))
     )
   }))
 

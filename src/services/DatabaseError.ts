@@ -51,3 +51,37 @@ export const describeFailure = (cause: unknown): string => {
   if (typeof server === "string" && server !== "") return server
   return typeof error.message === "string" ? error.message : String(cause)
 }
+
+/**
+ * PostgreSQL's messages (and details) that quote a value, which may come from a column as readily
+ * as from the caller (`title::bool` over rows the caller cannot see): each pattern keeps the words
+ * and its replacement puts `***` where the value was. Messages that quote names (`relation "x"
+ * does not exist`) are left alone, so a name cast from a value (`title::regclass`) is not hidden.
+ */
+export const QUOTED_VALUES: ReadonlyArray<readonly [RegExp, string]> = [
+  // invalid input syntax for type integer: "…", invalid input value for enum mood: "…", malformed array
+  // literal: "…", date/time field value out of range: "…", invalid hexadecimal digit: "…", and the like.
+  [/^(.*?: )".*"$/s, "$1\"***\""],
+  [/^(value )".*"( is out of range for type .*)$/s, "$1\"***\"$2"],
+  [/^".*"( is out of range for type .*)$/s, "\"***\"$1"],
+  [/^(invalid value )".*"( for "[^"]*")$/s, "$1\"***\"$2"],
+  [/^(invalid byte sequence for encoding "[^"]*": ).*$/s, "$1***"],
+  [/^(character with byte sequence ).*( in encoding "[^"]*" has no equivalent in encoding "[^"]*")$/s, "$1***$2"],
+  [/^(time zone )".*"( not recognized)$/s, "$1\"***\"$2"],
+  [/^(unit )".*"( not (?:recognized|supported) for type .*)$/s, "$1\"***\"$2"],
+  [/^(invalid symbol )".*"( found while decoding .*)$/s, "$1\"***\"$2"],
+  [/^(invalid (?:source |destination )?encoding name )".*"$/s, "$1\"***\""],
+  [/^(.* at or near )".*"( of jsonpath input)$/s, "$1\"***\"$2"],
+  [/^(Token )".*"( is invalid\.)$/s, "$1\"***\"$2"],
+  [/^(Escape sequence )".*"( is invalid\.)$/s, "$1\"***\"$2"],
+  [/^(Expected .*, but found )".*"(\.)$/s, "$1\"***\"$2"],
+  [/^(Unexpected )".*"( character\.)$/s, "$1\"***\"$2"]
+]
+
+/** `text` with the value it quotes hidden (QUOTED_VALUES), for production. */
+export const scrubQuotedValue = (text: string): string => {
+  for (const [pattern, replacement] of QUOTED_VALUES) {
+    if (pattern.test(text)) return text.replace(pattern, replacement)
+  }
+  return text
+}

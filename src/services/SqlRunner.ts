@@ -52,10 +52,20 @@ const codecFailure = (defect: unknown): string | undefined => {
   return undefined
 }
 
-const unsupportedResults = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | UnsupportedResult, R> =>
-  Effect.catchCause(effect, (cause): Effect.Effect<never, E | UnsupportedResult> => {
-    const message = cause.reasons.map((reason) => codecFailure(reason._tag === "Die" ? reason.defect : reason._tag === "Fail" ? reason.error : undefined))
-      .find((found) => found !== undefined)
+/** A row larger than the driver's message limit (the response bound): the connection is lost with it. */
+const rowTooLarge = (error: unknown): boolean => {
+  const parse = (error as { readonly reason?: { readonly cause?: CodecFailure } } | undefined)?.reason?.cause
+  return parse?._tag === "PgProtocolParseError" && /exceeds maxMessageSize/.test(parse.message ?? "")
+}
+
+const unsupportedResults = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  maxResponseBytes: number
+): Effect.Effect<A, E | UnsupportedResult | ResponseTooLarge, R> =>
+  Effect.catchCause(effect, (cause): Effect.Effect<never, E | UnsupportedResult | ResponseTooLarge> => {
+    const failures = cause.reasons.map((reason) => reason._tag === "Die" ? reason.defect : reason._tag === "Fail" ? reason.error : undefined)
+    if (failures.some(rowTooLarge)) return Effect.fail(new ResponseTooLarge({ limitBytes: maxResponseBytes }))
+    const message = failures.map(codecFailure).find((found) => found !== undefined)
     if (message === undefined) return Effect.failCause(cause)
     return Effect.fail(new UnsupportedResult({
       message: message.includes(NO_JSON_FORM) ? message : `a result column cannot be sent as JSON (${message}); cast it to text`
@@ -88,7 +98,7 @@ const runGuarded = Effect.fnUntraced(function*(
     return { rowsJson: "[]", rowCount: (yield* executePipelined(context, text, values)).rowCount } satisfies StatementResult
   }
   if (statement.kind === "SELECT" && !longWay.has(text)) {
-    const peeked = yield* unsupportedResults(peekPipelined(context, text, values))
+    const peeked = yield* unsupportedResults(peekPipelined(context, text, values), maxResponseBytes)
     if (Option.isSome(peeked)) {
       const rows = jsonRows(maxResponseBytes)
       for (const row of peeked.value) yield* rows.add(row)
@@ -100,7 +110,7 @@ const runGuarded = Effect.fnUntraced(function*(
     Effect.suspend(() => {
       const rows = jsonRows(maxResponseBytes)
       return connection.stream(text, values).pipe(Stream.runForEach(rows.add), Effect.map(rows.result))
-    })))
+    })), maxResponseBytes)
 })
 
 /** Rows written to JSON text as they are added, each measured: past `maxBytes` in all, ResponseTooLarge. */

@@ -16,26 +16,39 @@
  * order their fibers start (Effect.all starts them in order; the connection's queue is FIFO), so
  * the statement never runs before the settings: test/sql/Pipelining.test.ts holds that under load.
  */
-import { PgPool } from "@effect/sql-pg"
+import { PgPool, PgProtocol } from "@effect/sql-pg"
 import type { PgConnection } from "@effect/sql-pg"
 import { Context, Duration, Effect, Exit, Layer, Option, Redacted, Result, type Scope } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { databaseErrorFields } from "./DatabaseError.ts"
-import { makeJsonColumnTypes } from "./JsonColumnTypes.ts"
+import { CatalogWatch } from "./CatalogWatch.ts"
+import { makeResultTypes } from "./JsonColumnTypes.ts"
 import { connectionLossAsFailure, deadlineOf, type RequestContext, SETTINGS_STATEMENT, settingsOf, withDeadline } from "./RequestContext.ts"
 
 export class StatementConnections extends Context.Service<StatementConnections, PgPool.PgPool>()("plinth/StatementConnections") {
-  static readonly layer = (url: string, maxConnections: number) =>
+  /** `maxResponseBytes`: a result row may be as large as a response (the driver's own limit is 16 MiB). */
+  static readonly layer = (url: string, maxConnections: number, maxResponseBytes: number) =>
     Layer.effect(
       StatementConnections,
-      PgPool.make({
-        url: Redacted.make(url),
-        maxConnections,
-        // One request per connection at a time: its statements may pipeline, nobody else's.
-        multiplex: true,
-        multiplexConcurrency: 1,
-        applicationName: "plinth",
-        types: makeJsonColumnTypes()
+      Effect.gen(function*() {
+        const types = makeResultTypes(yield* SqlClient.SqlClient, yield* CatalogWatch)
+        const pool = yield* PgPool.make({
+          url: Redacted.make(url),
+          maxConnections,
+          // One request per connection at a time: its statements may pipeline, nobody else's.
+          multiplex: true,
+          multiplexConcurrency: 1,
+          applicationName: "plinth",
+          types: types.registry,
+          maxMessageSize: Math.max(PgProtocol.defaultMaxMessageSize, maxResponseBytes)
+        })
+        // Result columns of a type made since the last checkout decode by the catalog as it is now.
+        return StatementConnections.of({
+          ...pool,
+          get: Effect.andThen(types.current, pool.get),
+          reserve: Effect.andThen(types.current, pool.reserve),
+          use: (f) => Effect.andThen(types.current, pool.use(f))
+        })
       })
     )
 }

@@ -14,6 +14,7 @@ import {
   Unavailable,
   withErrorBody
 } from "../../src/http/Errors.ts"
+import { scrubQuotedValue } from "../../src/services/DatabaseError.ts"
 import { Effect } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
 
@@ -111,6 +112,46 @@ describe("structured database error body", () => {
   it("the response carries the mapped status", () => {
     expect(databaseErrorResponse(violation, { production: false }).status).toBe(409)
     expect(databaseErrorResponse({ message: "m", code: "57P01" }, { production: false }).status).toBe(503)
+  })
+})
+
+// Issue #19: a caller's condition that fails on a value (`title::bool`) shows the value in the message.
+describe("production scrubbing of values quoted in messages", () => {
+  it.each([
+    ["invalid input syntax for type boolean: \"secret title\"", "invalid input syntax for type boolean: \"***\""],
+    ["invalid input syntax for type integer: \"a: \"quoted\" b\"", "invalid input syntax for type integer: \"***\""],
+    ["invalid input syntax for type uuid: \"not-a-uuid\"", "invalid input syntax for type uuid: \"***\""],
+    ["invalid input value for enum mood: \"furious\"", "invalid input value for enum mood: \"***\""],
+    ["malformed array literal: \"{\"unterminated}\"", "malformed array literal: \"***\""],
+    ["date/time field value out of range: \"2026-13-45\"", "date/time field value out of range: \"***\""],
+    ["value \"99999999999\" is out of range for type integer", "value \"***\" is out of range for type integer"],
+    ["\"1e999\" is out of range for type double precision", "\"***\" is out of range for type double precision"],
+    ["invalid value \"ab\" for \"MM\"", "invalid value \"***\" for \"MM\""],
+    ["invalid byte sequence for encoding \"UTF8\": 0xe9 0x20 0x73", "invalid byte sequence for encoding \"UTF8\": ***"],
+    ["time zone \"secret\" not recognized", "time zone \"***\" not recognized"],
+    ["unit \"secret\" not recognized for type timestamp with time zone", "unit \"***\" not recognized for type timestamp with time zone"],
+    ["invalid source encoding name \"secret\"", "invalid source encoding name \"***\""],
+    ["syntax error at or near \"secret\" of jsonpath input", "syntax error at or near \"***\" of jsonpath input"],
+    // Details of json input errors
+    ["Token \"secret\" is invalid.", "Token \"***\" is invalid."],
+    ["Expected \":\", but found \"secret\".", "Expected \":\", but found \"***\"."],
+    // Names and the caller's own SQL text stay
+    ["relation \"no_such_table\" does not exist", "relation \"no_such_table\" does not exist"],
+    ["syntax error at or near \"FORM\"", "syntax error at or near \"FORM\""],
+    ["value too long for type character varying(3)", "value too long for type character varying(3)"],
+    ["new row for relation \"t\" violates check constraint \"t_n_check\"", "new row for relation \"t\" violates check constraint \"t_n_check\""],
+    ["duplicate key value violates unique constraint \"users_email_key\"", "duplicate key value violates unique constraint \"users_email_key\""],
+    ["integer out of range", "integer out of range"]
+  ])("scrubQuotedValue(%j)", (input, expected) => {
+    expect(scrubQuotedValue(input)).toBe(expected)
+  })
+
+  it("production scrubs the message, detail and hint; development leaves them", () => {
+    const fields = { message: "invalid input syntax for type json", code: "22P02", detail: "Token \"secret\" is invalid." }
+    expect(databaseErrorBody(fields, { production: true }).error.detail).toBe("Token \"***\" is invalid.")
+    const cast = { message: "invalid input syntax for type boolean: \"secret\"", code: "22P02" }
+    expect(databaseErrorBody(cast, { production: true }).error.message).toBe("invalid input syntax for type boolean: \"***\"")
+    expect(databaseErrorBody(cast, { production: false }).error.message).toBe(cast.message)
   })
 })
 

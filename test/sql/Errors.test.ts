@@ -252,6 +252,30 @@ describe("production scrubbing (NODE_ENV=production)", () => {
     expect(response.body).toEqual(databaseError({ message: "relation \"no_such_table\" does not exist", code: "42P01", position: 15 }))
   })
 
+  it("attack: a stored value read through an error message (title::bool) is scrubbed in production", async () => {
+    expect((await runInProduction<SqlResult>("INSERT INTO items (name, meta) VALUES ($1, $2)", ["secret-title", { note: 1 }])).status).toBe(200)
+    const castFails = [
+      ["SELECT name::bool FROM items WHERE name = 'secret-title'", "invalid input syntax for type boolean: \"***\""],
+      ["SELECT name::int FROM items WHERE name = 'secret-title'", "invalid input syntax for type integer: \"***\""],
+      ["SELECT name::uuid FROM items WHERE name = 'secret-title'", "invalid input syntax for type uuid: \"***\""],
+      ["SELECT name::date FROM items WHERE name = 'secret-title'", "invalid input syntax for type date: \"***\""],
+      ["SELECT (name || '0000000000')::int FROM items WHERE name = 'secret-title'", "invalid input syntax for type integer: \"***\""],
+      ["SELECT ('9' || length(name) || '000000000000')::int FROM items WHERE name = 'secret-title'", "value \"***\" is out of range for type integer"]
+    ]
+    for (const [text, message] of castFails) {
+      const response = await runInProduction(text!)
+      expect(response.status, text).toBe(400)
+      expect(response.body.error.message, text).toBe(message)
+      expect(JSON.stringify(response.body), text).not.toContain("secret")
+    }
+    const json = await runInProduction("SELECT name::jsonb FROM items WHERE name = 'secret-title'")
+    expect(json.status).toBe(400)
+    expect(JSON.stringify(json.body)).not.toContain("secret")
+    // Development keeps the value: it is the developer's own data.
+    expect((await run("SELECT name::bool FROM items WHERE name = 'secret-title'")).body.error.message)
+      .toBe("invalid input syntax for type boolean: \"secret-title\"")
+  })
+
   it("development leaves the same details as they are", async () => {
     const response = await run("INSERT INTO items (name) VALUES ($1)", ["secret-name"])
     expect(response.status).toBe(409)
