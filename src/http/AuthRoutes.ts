@@ -12,6 +12,7 @@ import { Challenge } from "../services/Challenge.ts"
 import * as Identity from "../services/Identity.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { makeProxyMatcher } from "../services/TrustedProxies.ts"
 import { CurrentPrincipal, requireRole } from "./Authentication.ts"
 import {
   BadGateway,
@@ -26,11 +27,20 @@ import {
 import { ServedApi } from "./MainApi.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 
-/** The edge proxy's client-address header when present (first hop), else the socket's address. */
-const clientAddress = (request: HttpServerRequest.HttpServerRequest, header: string): string => {
-  const forwarded = request.headers[header.toLowerCase()]?.split(",")[0]?.trim()
-  if (forwarded !== undefined && forwarded !== "" && forwarded.length <= 64) return forwarded
-  return Option.getOrElse(request.remoteAddress, () => "unknown")
+/**
+ * The socket's address, or the proxy's client-address header (first hop) when the socket's peer is
+ * a trusted proxy: from anyone else the header is the client's own choice of rate-limit bucket.
+ */
+const clientAddressOf = (header: string, isTrustedProxy: (peer: string | undefined) => boolean) => {
+  const name = header.toLowerCase()
+  return (request: HttpServerRequest.HttpServerRequest): string => {
+    const peer = Option.getOrUndefined(request.remoteAddress)
+    if (isTrustedProxy(peer)) {
+      const forwarded = request.headers[name]?.split(",")[0]?.trim()
+      if (forwarded !== undefined && forwarded !== "" && forwarded.length <= 64) return forwarded
+    }
+    return peer ?? "unknown"
+  }
 }
 
 const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInUser) {
@@ -50,6 +60,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
   const limiter = yield* RateLimiter
   const challenge = yield* Challenge
   const mailer = yield* Mailer
+  const clientAddress = clientAddressOf(config.clientIpHeader, makeProxyMatcher(config.trustedProxies))
 
   const checkChallenge = (token: string | undefined, address: string) =>
     challenge.verify(token, address).pipe(Effect.mapError(() => new Forbidden({ error: "challenge verification failed" })))
@@ -57,7 +68,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
   return handlers
     .handle("requestMagicLink", ({ payload, request }) =>
       Effect.gen(function*() {
-        const address = clientAddress(request, config.clientIpHeader)
+        const address = clientAddress(request)
         // Spec §8: rate limits first, the challenge after.
         // One mailbox in two tenants is two users: buckets are per tenant.
         const tenant = Option.getOrElse(yield* CurrentTenant, () => "")
@@ -87,7 +98,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
     .handle("login", ({ payload, request }) =>
       Effect.gen(function*() {
         if (config.isProduction) return yield* new NotFound({ error: "not found" })
-        yield* checkChallenge(payload.challenge_token, clientAddress(request, config.clientIpHeader))
+        yield* checkChallenge(payload.challenge_token, clientAddress(request))
         const user = yield* Identity.login(payload.email, payload.password)
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid email or password" })
         return yield* signIn(user.value)
