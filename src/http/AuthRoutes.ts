@@ -6,7 +6,7 @@
 import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { magicLinkKeys, RateLimiter } from "../actors/RateLimiter.ts"
+import { loginKeys, magicLinkKeys, type RateLimitKey, RateLimiter } from "../actors/RateLimiter.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { Challenge } from "../services/Challenge.ts"
 import * as Identity from "../services/Identity.ts"
@@ -65,18 +65,21 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
   const checkChallenge = (token: string | undefined, address: string) =>
     challenge.verify(token, address).pipe(Effect.mapError(() => new Forbidden({ error: "challenge verification failed" })))
 
+  /** Counts one request against `keys`, within the current tenant's buckets (one mailbox in two tenants is two users). */
+  const limit = (keys: ReadonlyArray<RateLimitKey>, error: string) =>
+    Effect.flatMap(CurrentTenant, (current) => {
+      const tenant = Option.getOrElse(current, () => "")
+      return limiter.check(keys.map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
+        Effect.mapError((limited) => new TooManyRequests({ error, retryAfterSeconds: limited.retryAfterSeconds }))
+      )
+    })
+
   return handlers
     .handle("requestMagicLink", ({ payload, request }) =>
       Effect.gen(function*() {
         const address = clientAddress(request)
         // Spec §8: rate limits first, the challenge after.
-        // One mailbox in two tenants is two users: buckets are per tenant.
-        const tenant = Option.getOrElse(yield* CurrentTenant, () => "")
-        yield* limiter.check(magicLinkKeys(payload.email, address).map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
-          Effect.mapError((limited) =>
-            new TooManyRequests({ error: "too many sign-in requests; try again later", retryAfterSeconds: limited.retryAfterSeconds })
-          )
-        )
+        yield* limit(magicLinkKeys(payload.email, address), "too many sign-in requests; try again later")
         yield* checkChallenge(payload.challenge_token, address)
         const token = yield* Identity.createMagicLink(payload.email)
         // The mail goes out after the response, so its duration tells nobody whether the address is known.
@@ -98,7 +101,9 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
     .handle("login", ({ payload, request }) =>
       Effect.gen(function*() {
         if (config.isProduction) return yield* new NotFound({ error: "not found" })
-        yield* checkChallenge(payload.challenge_token, clientAddress(request))
+        const address = clientAddress(request)
+        yield* limit(loginKeys(payload.email, address), "too many login attempts; try again later")
+        yield* checkChallenge(payload.challenge_token, address)
         const user = yield* Identity.login(payload.email, payload.password)
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid email or password" })
         return yield* signIn(user.value)

@@ -8,7 +8,7 @@
  */
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, startAuthStack } from "../support/auth.ts"
+import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, signedIn, startAuthStack } from "../support/auth.ts"
 import { type FakeSiteverify, startFakeSiteverify } from "../support/FakeSiteverify.ts"
 
 /** Default configuration: the client address is `cf-connecting-ip`. */
@@ -182,6 +182,30 @@ describe("TRUSTED_PROXIES", () => {
     expectSent(await requestLink(oneProxy, freshEmail("behind-proxy-2"), { "cf-connecting-ip": "203.0.113.71" }))
     // The spoofer's bucket (127.0.0.2) stays full whatever it claims to be.
     expectLimited(await postFromSocket(oneProxy, freshEmail("spoofer-again"), "127.0.0.2", { "cf-connecting-ip": "203.0.113.72" }))
+  })
+})
+
+describe("development POST /auth/login: 10 per mailbox, 30 per client address in 15 minutes", () => {
+  const login = (email: string, password: string, address: string = freshAddress()) =>
+    post(stack.main.url, "/auth/login", { email, password }, { headers: { "cf-connecting-ip": address } })
+
+  it("attack: development /auth/login takes unlimited password guesses for one mailbox", async () => {
+    const email = freshEmail("guessed")
+    const user = await signedIn(stack, email, "member")
+    expect((await post(stack.main.url, "/auth/set-password", { password: "the real password" }, { token: user.token })).status).toBe(200)
+    // Each guess from another address: only the mailbox's bucket fills.
+    for (let i = 0; i < 10; i++) expect((await login(email, `guess number ${i}`)).status).toBe(401)
+    const seconds = expectLimited(await login(email.toUpperCase(), "the real password"))
+    expect(seconds).toBeGreaterThan(800)
+    // The magic-link buckets are others: the user can still ask for a sign-in link.
+    expectSent(await requestLink(stack, email))
+  })
+
+  it("one client address gets 30 attempts over many mailboxes, then 429; another address still gets through", async () => {
+    const address = freshAddress()
+    for (let i = 0; i < 30; i++) expect((await login(freshEmail("sprayed"), "password123", address)).status).toBe(401)
+    expectLimited(await login(freshEmail("sprayed-31st"), "password123", address))
+    expect((await login(freshEmail("sprayed-elsewhere"), "password123")).status).toBe(401)
   })
 })
 
