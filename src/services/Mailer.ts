@@ -7,6 +7,7 @@
  */
 import { Cause, Console, Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+import { maskEmail } from "./EmailMask.ts"
 import { type ConfigShape, PlinthConfig } from "./PlinthConfig.ts"
 
 export class MailError extends Schema.TaggedError<MailError>()("MailError", {
@@ -174,5 +175,5 @@ const printToConsole = (appUrl: URL) =>
 
 const dropWithWarning = Effect.fn("Mailer.sendMagicLink")(function*(mail: MagicLinkMail) {
   // Succeeds: the caller has no other way to deliver the link, and spec §4.2 answers the same either way.
-  yield* Effect.logWarning(`no mail provider configured: magic link for ${mail.to} not sent`)
+  yield* Effect.logWarning(`no mail provider configured: magic link for ${maskEmail(mail.to)} not sent`)
 })
