@@ -229,6 +229,15 @@ export const loginKeys = (email: string, clientAddress: string): ReadonlyArray<R
   { key: `login-address:${clientAddress}`, rule: LOGIN_ADDRESS_RULE }
 ]
 
+/** POST /auth/change-email mails the new address: per user and per mailbox, like magic links. */
+export const EMAIL_CHANGE_USER_RULE: RateLimitRule = { limit: 3, window: Duration.minutes(15) }
+export const EMAIL_CHANGE_MAILBOX_RULE: RateLimitRule = { limit: 3, window: Duration.minutes(15) }
+
+export const emailChangeKeys = (userId: string, newEmail: string): ReadonlyArray<RateLimitKey> => [
+  { key: `email-change-user:${userId}`, rule: EMAIL_CHANGE_USER_RULE },
+  { key: `email-change-mailbox:${normalizeMailbox(newEmail)}`, rule: EMAIL_CHANGE_MAILBOX_RULE }
+]
+
 /** The sweep of the shared store runs this often (the check itself trims the keys it touches). */
 const SHARED_SWEEP_INTERVAL = Duration.minutes(5)
 

@@ -1,12 +1,12 @@
 /**
- * Handlers of spec §4.2: magic links, verification, first password, invitations and the
- * development-only password login. Every status the spec lists is decided here, from the typed
+ * Handlers of spec §4.2: magic links, verification, first password, invitations, the
+ * development-only password login, and email changes confirmed from the new address. Every status the spec lists is decided here, from the typed
  * failures of the services below.
  */
 import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { loginKeys, magicLinkKeys, type RateLimitKey, RateLimiter } from "../actors/RateLimiter.ts"
+import { emailChangeKeys, loginKeys, magicLinkKeys, type RateLimitKey, RateLimiter } from "../actors/RateLimiter.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { Challenge } from "../services/Challenge.ts"
 import * as Identity from "../services/Identity.ts"
@@ -55,6 +55,15 @@ const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInU
   return { token, user }
 })
 
+/** Counts one request against `keys`, within the current tenant's buckets (one mailbox in two tenants is two users). */
+const limit = (limiter: RateLimiter["Service"], keys: ReadonlyArray<RateLimitKey>, error: string) =>
+  Effect.flatMap(CurrentTenant, (current) => {
+    const tenant = Option.getOrElse(current, () => "")
+    return limiter.check(keys.map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
+      Effect.mapError((limited) => new TooManyRequests({ error, retryAfterSeconds: limited.retryAfterSeconds }))
+    )
+  })
+
 export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(function*(handlers) {
   const config = yield* PlinthConfig
   const limiter = yield* RateLimiter
@@ -65,21 +74,12 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
   const checkChallenge = (token: string | undefined, address: string) =>
     challenge.verify(token, address).pipe(Effect.mapError(() => new Forbidden({ error: "challenge verification failed" })))
 
-  /** Counts one request against `keys`, within the current tenant's buckets (one mailbox in two tenants is two users). */
-  const limit = (keys: ReadonlyArray<RateLimitKey>, error: string) =>
-    Effect.flatMap(CurrentTenant, (current) => {
-      const tenant = Option.getOrElse(current, () => "")
-      return limiter.check(keys.map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
-        Effect.mapError((limited) => new TooManyRequests({ error, retryAfterSeconds: limited.retryAfterSeconds }))
-      )
-    })
-
   return handlers
     .handle("requestMagicLink", ({ payload, request }) =>
       Effect.gen(function*() {
         const address = clientAddress(request)
         // Spec §8: rate limits first, the challenge after.
-        yield* limit(magicLinkKeys(payload.email, address), "too many sign-in requests; try again later")
+        yield* limit(limiter, magicLinkKeys(payload.email, address), "too many sign-in requests; try again later")
         yield* checkChallenge(payload.challenge_token, address)
         const token = yield* Identity.createMagicLink(payload.email)
         // The mail goes out after the response, so its duration tells nobody whether the address is known.
@@ -98,11 +98,19 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid or expired token" })
         return yield* signIn(user.value)
       }).pipe(databaseUnavailable))
+    .handle("verifyEmailChange", ({ payload }) =>
+      Effect.gen(function*() {
+        const user = yield* Identity.confirmEmailChange(payload.token).pipe(
+          Effect.catchTag("DuplicateEmail", () => Effect.fail(new Conflict({ error: "a user with this email already exists" })))
+        )
+        if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid or expired token" })
+        return yield* signIn(user.value)
+      }).pipe(databaseUnavailable))
     .handle("login", ({ payload, request }) =>
       Effect.gen(function*() {
         if (config.isProduction) return yield* new NotFound({ error: "not found" })
         const address = clientAddress(request)
-        yield* limit(loginKeys(payload.email, address), "too many login attempts; try again later")
+        yield* limit(limiter, loginKeys(payload.email, address), "too many login attempts; try again later")
         yield* checkChallenge(payload.challenge_token, address)
         const user = yield* Identity.login(payload.email, payload.password)
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid email or password" })
@@ -113,6 +121,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
 export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect.fn(function*(handlers) {
   const tokens = yield* AccessTokens
   const mailer = yield* Mailer
+  const limiter = yield* RateLimiter
 
   return handlers
     .handle("setPassword", ({ payload }) =>
@@ -126,6 +135,26 @@ export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect
           })
         )
         return { ok: true as const, token: yield* tokens.issue(principal) }
+      }).pipe(databaseUnavailable))
+    .handle("requestEmailChange", ({ payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        yield* limit(limiter, emailChangeKeys(principal.userId, payload.email), "too many email change requests; try again later")
+        const token = yield* Identity.requestEmailChange(principal, payload.email).pipe(
+          Effect.catchTags({
+            InvalidEmailChange: (error) => Effect.fail(new BadRequest({ error: error.message })),
+            UnknownUser: () => Effect.fail(new Unauthorized({ error: "unknown user" }))
+          })
+        )
+        // After the response, as for magic links: its timing tells nobody whether the address has an account.
+        if (Option.isSome(token)) {
+          yield* Effect.forkDetach(
+            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "email-change" }).pipe(
+              Effect.catchTag("MailError", (error) => Effect.logWarning(`email change link not delivered: ${error.message}`))
+            )
+          )
+        }
+        return { sent: true as const }
       }).pipe(databaseUnavailable))
     .handle("invite", ({ payload }) =>
       Effect.gen(function*() {
