@@ -1,7 +1,7 @@
 /**
  * Handlers of spec §4.2: magic links, verification, first password, invitations, the
- * development-only password login, and email changes confirmed from the new address. Every status the spec lists is decided here, from the typed
- * failures of the services below.
+ * development-only password login, and email changes confirmed from the new address. Every status
+ * the spec lists is decided here, from the typed failures of the services below.
  */
 import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
