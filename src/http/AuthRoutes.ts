@@ -28,16 +28,22 @@ import { ServedApi } from "./MainApi.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 
 /**
- * The socket's address, or the proxy's client-address header (first hop) when the socket's peer is
- * a trusted proxy: from anyone else the header is the client's own choice of rate-limit bucket.
+ * The socket's address, or the client address the proxy's header names when the socket's peer is a
+ * trusted proxy: from anyone else the header is the client's own choice of rate-limit bucket. In a
+ * list (`x-forwarded-for`), the last entry that is not itself a trusted proxy: a proxy appends what
+ * it saw, and the entries before it are whatever the client sent.
  */
 const clientAddressOf = (header: string, isTrustedProxy: (peer: string | undefined) => boolean) => {
   const name = header.toLowerCase()
   return (request: HttpServerRequest.HttpServerRequest): string => {
     const peer = Option.getOrUndefined(request.remoteAddress)
-    if (isTrustedProxy(peer)) {
-      const forwarded = request.headers[name]?.split(",")[0]?.trim()
-      if (forwarded !== undefined && forwarded !== "" && forwarded.length <= 64) return forwarded
+    const value = request.headers[name]
+    if (value !== undefined && value.length <= 1024 && isTrustedProxy(peer)) {
+      const hops = value.split(",").map((hop) => hop.trim())
+      let index = hops.length - 1
+      while (index > 0 && isTrustedProxy(hops[index])) index--
+      const forwarded = hops[index]!
+      if (forwarded !== "" && forwarded.length <= 64) return forwarded
     }
     return peer ?? "unknown"
   }

@@ -177,9 +177,15 @@ describe("TRUSTED_PROXIES", () => {
     for (const answer of answers.slice(10)) expectLimited(answer)
   })
 
-  it("the trusted proxy (127.0.0.1) is believed: its header is the key, so another client behind it still passes", async () => {
+  it("the trusted proxy (127.0.0.1) is believed: its header names the client, so another client behind it still passes", async () => {
     expectSent(await postFromSocket(oneProxy, freshEmail("behind-proxy"), "127.0.0.1", { "cf-connecting-ip": "203.0.113.70" }))
     expectSent(await requestLink(oneProxy, freshEmail("behind-proxy-2"), { "cf-connecting-ip": "203.0.113.71" }))
+    // A list (an appending proxy): the last hop that is no trusted proxy is the client; what comes before it is the client's own text.
+    for (let i = 0; i < 10; i++) {
+      expectSent(await requestLink(oneProxy, freshEmail("appended"), { "cf-connecting-ip": `${freshAddress()}, 203.0.113.80, 127.0.0.1` }))
+    }
+    expectLimited(await requestLink(oneProxy, freshEmail("appended-11th"), { "cf-connecting-ip": `${freshAddress()}, 203.0.113.80` }))
+    expectLimited(await requestLink(oneProxy, freshEmail("appended-12th"), { "cf-connecting-ip": "203.0.113.80" }))
     // The spoofer's bucket (127.0.0.2) stays full whatever it claims to be.
     expectLimited(await postFromSocket(oneProxy, freshEmail("spoofer-again"), "127.0.0.2", { "cf-connecting-ip": "203.0.113.72" }))
   })
