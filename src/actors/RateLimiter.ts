@@ -216,6 +216,28 @@ export const magicLinkKeys = (email: string, clientAddress: string): ReadonlyArr
   { key: `address:${clientAddress}`, rule: CLIENT_ADDRESS_RULE }
 ]
 
+/**
+ * Development's POST /auth/login: password guesses, so per mailbox and per client address like
+ * magic links, with room for a developer's typos; buckets of their own, so failed logins do not
+ * use up the sign-in links.
+ */
+export const LOGIN_MAILBOX_RULE: RateLimitRule = { limit: 10, window: Duration.minutes(15) }
+export const LOGIN_ADDRESS_RULE: RateLimitRule = { limit: 30, window: Duration.minutes(15) }
+
+export const loginKeys = (email: string, clientAddress: string): ReadonlyArray<RateLimitKey> => [
+  { key: `login-mailbox:${normalizeMailbox(email)}`, rule: LOGIN_MAILBOX_RULE },
+  { key: `login-address:${clientAddress}`, rule: LOGIN_ADDRESS_RULE }
+]
+
+/** POST /auth/change-email mails the new address: per user and per mailbox, like magic links. */
+export const EMAIL_CHANGE_USER_RULE: RateLimitRule = { limit: 3, window: Duration.minutes(15) }
+export const EMAIL_CHANGE_MAILBOX_RULE: RateLimitRule = { limit: 3, window: Duration.minutes(15) }
+
+export const emailChangeKeys = (userId: string, newEmail: string): ReadonlyArray<RateLimitKey> => [
+  { key: `email-change-user:${userId}`, rule: EMAIL_CHANGE_USER_RULE },
+  { key: `email-change-mailbox:${normalizeMailbox(newEmail)}`, rule: EMAIL_CHANGE_MAILBOX_RULE }
+]
+
 /** The sweep of the shared store runs this often (the check itself trims the keys it touches). */
 const SHARED_SWEEP_INTERVAL = Duration.minutes(5)
 

@@ -8,6 +8,7 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { SqlClient } from "effect/sql"
+import { maskEmail } from "../services/EmailMask.ts"
 import { magicLinkUrl } from "../services/Mailer.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { DatabaseUrls, migrateDatabase, requireUrl, withDatabase } from "../layers/Database.ts"
@@ -73,7 +74,8 @@ const invite = Command.make("invite", {
       const [row] = yield* sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`
       return row!.token
     }))
-    yield* Console.log(`Invited ${email} as ${role}. Sign-in link (valid 15 minutes, single use):`)
+    // Production output tends to end up in collected logs: the address is masked there, the link is what the operator needs.
+    yield* Console.log(`Invited ${config.isProduction ? maskEmail(email) : email} as ${role}. Sign-in link (valid 15 minutes, single use):`)
     yield* Console.log(magicLinkUrl(config.appUrl, token))
   }).pipe(Effect.provide(Base))).pipe(
   Command.withDescription("Invite a user as a database administrator (how the first owner gets in) and print the sign-in link")

@@ -1,4 +1,4 @@
-/** The authentication endpoints of spec §4.2: definitions only (handlers in AuthRoutes.ts). */
+/** The authentication endpoints of spec §4.2 and the email change: definitions only (handlers in AuthRoutes.ts). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { AppRole } from "../services/AccessTokens.ts"
@@ -18,6 +18,7 @@ export const SignedInUser = Schema.Struct({
   needs_password: Schema.Boolean
 })
 const SignIn = Schema.Struct({ token: Schema.String, user: SignedInUser })
+const LinkToken = Schema.String.pipe(Schema.check(Schema.isMaxLength(256)))
 
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(HttpApiEndpoint.post("requestMagicLink", "/auth/magic-link", {
@@ -27,9 +28,15 @@ export class AuthApi extends HttpApiGroup.make("auth")
     error: Forbidden
   }))
   .add(HttpApiEndpoint.post("verifyMagicLink", "/auth/magic-link/verify", {
-    payload: Schema.Struct({ token: Schema.String.pipe(Schema.check(Schema.isMaxLength(256))) }),
+    payload: Schema.Struct({ token: LinkToken }),
     success: SignIn,
     error: Unauthorized
+  }))
+  // The link mailed by POST /auth/change-email: applies the change; a fresh JWT, since its email claim changed.
+  .add(HttpApiEndpoint.post("verifyEmailChange", "/auth/change-email/verify", {
+    payload: Schema.Struct({ token: LinkToken }),
+    success: SignIn,
+    error: [Unauthorized, Conflict]
   }))
   .add(HttpApiEndpoint.post("login", "/auth/login", {
     payload: Schema.Struct({
@@ -47,6 +54,13 @@ export class AccountApi extends HttpApiGroup.make("account")
     payload: Schema.Struct({ password: Schema.String.pipe(Schema.check(Schema.isBetweenLength(8, 128))) }),
     success: Schema.Struct({ ok: Schema.Literal(true), token: Schema.String }),
     error: [BadRequest, Conflict]
+  }))
+  // Mails a confirmation link to the new address; the address changes only once it is verified.
+  .add(HttpApiEndpoint.post("requestEmailChange", "/auth/change-email", {
+    payload: Schema.Struct({ email: Email }),
+    success: Schema.Struct({ sent: Schema.Literal(true) }),
+    // 429 (with Retry-After) is answered by the error itself, so it is not declared here.
+    error: BadRequest
   }))
   .add(HttpApiEndpoint.post("invite", "/admin/invite", {
     payload: Schema.Struct({ email: Email, role: AppRole }),

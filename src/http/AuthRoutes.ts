@@ -1,17 +1,18 @@
 /**
- * Handlers of spec §4.2: magic links, verification, first password, invitations and the
- * development-only password login. Every status the spec lists is decided here, from the typed
- * failures of the services below.
+ * Handlers of spec §4.2: magic links, verification, first password, invitations, the
+ * development-only password login, and email changes confirmed from the new address. Every status
+ * the spec lists is decided here, from the typed failures of the services below.
  */
 import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { magicLinkKeys, RateLimiter } from "../actors/RateLimiter.ts"
+import { emailChangeKeys, loginKeys, magicLinkKeys, type RateLimitKey, RateLimiter } from "../actors/RateLimiter.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { Challenge } from "../services/Challenge.ts"
 import * as Identity from "../services/Identity.ts"
 import { Mailer } from "../services/Mailer.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { makeProxyMatcher } from "../services/TrustedProxies.ts"
 import { CurrentPrincipal, requireRole } from "./Authentication.ts"
 import {
   BadGateway,
@@ -26,11 +27,26 @@ import {
 import { ServedApi } from "./MainApi.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 
-/** The edge proxy's client-address header when present (first hop), else the socket's address. */
-const clientAddress = (request: HttpServerRequest.HttpServerRequest, header: string): string => {
-  const forwarded = request.headers[header.toLowerCase()]?.split(",")[0]?.trim()
-  if (forwarded !== undefined && forwarded !== "" && forwarded.length <= 64) return forwarded
-  return Option.getOrElse(request.remoteAddress, () => "unknown")
+/**
+ * The socket's address, or the client address the proxy's header names when the socket's peer is a
+ * trusted proxy: from anyone else the header is the client's own choice of rate-limit bucket. In a
+ * list (`x-forwarded-for`), the last entry that is not itself a trusted proxy: a proxy appends what
+ * it saw, and the entries before it are whatever the client sent.
+ */
+const clientAddressOf = (header: string, isTrustedProxy: (peer: string | undefined) => boolean) => {
+  const name = header.toLowerCase()
+  return (request: HttpServerRequest.HttpServerRequest): string => {
+    const peer = Option.getOrUndefined(request.remoteAddress)
+    const value = request.headers[name]
+    if (value !== undefined && value.length <= 1024 && isTrustedProxy(peer)) {
+      const hops = value.split(",").map((hop) => hop.trim())
+      let index = hops.length - 1
+      while (index > 0 && isTrustedProxy(hops[index])) index--
+      const forwarded = hops[index]!
+      if (forwarded !== "" && forwarded.length <= 64) return forwarded
+    }
+    return peer ?? "unknown"
+  }
 }
 
 const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInUser) {
@@ -45,11 +61,21 @@ const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInU
   return { token, user }
 })
 
+/** Counts one request against `keys`, within the current tenant's buckets (one mailbox in two tenants is two users). */
+const limit = (limiter: RateLimiter["Service"], keys: ReadonlyArray<RateLimitKey>, error: string) =>
+  Effect.flatMap(CurrentTenant, (current) => {
+    const tenant = Option.getOrElse(current, () => "")
+    return limiter.check(keys.map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
+      Effect.mapError((limited) => new TooManyRequests({ error, retryAfterSeconds: limited.retryAfterSeconds }))
+    )
+  })
+
 export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(function*(handlers) {
   const config = yield* PlinthConfig
   const limiter = yield* RateLimiter
   const challenge = yield* Challenge
   const mailer = yield* Mailer
+  const clientAddress = clientAddressOf(config.clientIpHeader, makeProxyMatcher(config.trustedProxies))
 
   const checkChallenge = (token: string | undefined, address: string) =>
     challenge.verify(token, address).pipe(Effect.mapError(() => new Forbidden({ error: "challenge verification failed" })))
@@ -57,15 +83,9 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
   return handlers
     .handle("requestMagicLink", ({ payload, request }) =>
       Effect.gen(function*() {
-        const address = clientAddress(request, config.clientIpHeader)
+        const address = clientAddress(request)
         // Spec §8: rate limits first, the challenge after.
-        // One mailbox in two tenants is two users: buckets are per tenant.
-        const tenant = Option.getOrElse(yield* CurrentTenant, () => "")
-        yield* limiter.check(magicLinkKeys(payload.email, address).map(({ key, rule }) => ({ key: `${tenant}/${key}`, rule }))).pipe(
-          Effect.mapError((limited) =>
-            new TooManyRequests({ error: "too many sign-in requests; try again later", retryAfterSeconds: limited.retryAfterSeconds })
-          )
-        )
+        yield* limit(limiter, magicLinkKeys(payload.email, address), "too many sign-in requests; try again later")
         yield* checkChallenge(payload.challenge_token, address)
         const token = yield* Identity.createMagicLink(payload.email)
         // The mail goes out after the response, so its duration tells nobody whether the address is known.
@@ -84,10 +104,20 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid or expired token" })
         return yield* signIn(user.value)
       }).pipe(databaseUnavailable))
+    .handle("verifyEmailChange", ({ payload }) =>
+      Effect.gen(function*() {
+        const user = yield* Identity.confirmEmailChange(payload.token).pipe(
+          Effect.catchTag("DuplicateEmail", () => Effect.fail(new Conflict({ error: "a user with this email already exists" })))
+        )
+        if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid or expired token" })
+        return yield* signIn(user.value)
+      }).pipe(databaseUnavailable))
     .handle("login", ({ payload, request }) =>
       Effect.gen(function*() {
         if (config.isProduction) return yield* new NotFound({ error: "not found" })
-        yield* checkChallenge(payload.challenge_token, clientAddress(request, config.clientIpHeader))
+        const address = clientAddress(request)
+        yield* limit(limiter, loginKeys(payload.email, address), "too many login attempts; try again later")
+        yield* checkChallenge(payload.challenge_token, address)
         const user = yield* Identity.login(payload.email, payload.password)
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid email or password" })
         return yield* signIn(user.value)
@@ -97,6 +127,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
 export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect.fn(function*(handlers) {
   const tokens = yield* AccessTokens
   const mailer = yield* Mailer
+  const limiter = yield* RateLimiter
 
   return handlers
     .handle("setPassword", ({ payload }) =>
@@ -110,6 +141,26 @@ export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect
           })
         )
         return { ok: true as const, token: yield* tokens.issue(principal) }
+      }).pipe(databaseUnavailable))
+    .handle("requestEmailChange", ({ payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        yield* limit(limiter, emailChangeKeys(principal.userId, payload.email), "too many email change requests; try again later")
+        const token = yield* Identity.requestEmailChange(principal, payload.email).pipe(
+          Effect.catchTags({
+            InvalidEmailChange: (error) => Effect.fail(new BadRequest({ error: error.message })),
+            UnknownUser: () => Effect.fail(new Unauthorized({ error: "unknown user" }))
+          })
+        )
+        // After the response, as for magic links: its timing tells nobody whether the address has an account.
+        if (Option.isSome(token)) {
+          yield* Effect.forkDetach(
+            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "email-change" }).pipe(
+              Effect.catchTag("MailError", (error) => Effect.logWarning(`email change link not delivered: ${error.message}`))
+            )
+          )
+        }
+        return { sent: true as const }
       }).pipe(databaseUnavailable))
     .handle("invite", ({ payload }) =>
       Effect.gen(function*() {

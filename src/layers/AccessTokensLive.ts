@@ -13,5 +13,5 @@ export const AccessTokensLive = Layer.effect(AccessTokens, Effect.gen(function*(
   const secret = Option.isSome(config.jwtSecret)
     ? config.jwtSecret.value
     : Redacted.make((yield* loadLocalSecrets(path.resolve(config.dataDir))).jwt)
-  return makeAccessTokens({ secret, ttl: config.jwtTtl })
+  return makeAccessTokens({ secret, ttl: config.jwtTtl, multiTenant: config.multiTenant })
 }))

@@ -1,10 +1,12 @@
 /**
  * Logging through Effect's logger: JSON lines in production (for collectors), one short readable
  * line per entry in development; `LOG_LEVEL` sets the minimum level. Nothing logs secrets: request
- * lines carry the path without its query string, and configuration values stay `Redacted`.
+ * lines carry the path without its query string, and configuration values stay `Redacted`. In
+ * production every email address in a line is masked (`j***@example.com`), whichever code logged it.
  */
 import { Cause, Effect, Layer, Logger, References } from "effect"
 import { inspect } from "node:util"
+import { maskEmails } from "../services/EmailMask.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 
 const text = (message: unknown): string =>
@@ -16,10 +18,13 @@ const readableLogger = Logger.make(({ cause, date, logLevel, message }) => {
   process.stderr.write(`${time} ${logLevel.toUpperCase().padEnd(5)} ${text(message)}${details}\n`)
 })
 
+/** JSON lines, as `Logger.consoleJson` writes them, with email addresses masked. */
+const productionLogger = Logger.withConsoleLog(Logger.map(Logger.formatJson, maskEmails))
+
 export const LoggingLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* PlinthConfig
   return Layer.mergeAll(
-    Logger.layer([config.isProduction ? Logger.consoleJson : readableLogger]),
+    Logger.layer([config.isProduction ? productionLogger : readableLogger]),
     Layer.succeed(References.MinimumLogLevel, config.logLevel)
   )
 }))

@@ -1,8 +1,9 @@
 /**
  * Access tokens: HS256 JWTs whose claims are exactly `sub, role, email, iat, exp` (spec §2.2;
  * `tenant` joins them in multi-tenant mode). Verification accepts nothing else: another
- * algorithm (`none` included), a wrong signature, an expired token (30 s leeway), a role outside
- * the four, or a missing claim.
+ * algorithm (`none` included), a wrong signature, an expired token or one issued in the future
+ * (30 s leeway each way), a role outside the four, a missing claim, or a `tenant` claim in
+ * single-tenant mode.
  */
 import { Context, Duration, Effect, Redacted, Schema } from "effect"
 import { errors, jwtVerify, SignJWT } from "jose"
@@ -50,7 +51,13 @@ export class AccessTokens extends Context.Service<AccessTokens, {
 
 const decodeClaims = Schema.decodeUnknownEffect(Claims)
 
-export const makeAccessTokens = (options: { readonly secret: Redacted.Redacted<string>; readonly ttl: Duration.Duration }) => {
+export const makeAccessTokens = (options: {
+  readonly secret: Redacted.Redacted<string>
+  readonly ttl: Duration.Duration
+  /** Only then may a token carry `tenant`; in single-tenant mode such a token was not issued here. */
+  readonly multiTenant?: boolean
+}) => {
+  const multiTenant = options.multiTenant ?? false
   const key = new TextEncoder().encode(Redacted.value(options.secret))
   const ttlSeconds = Math.max(1, Math.floor(Duration.toSeconds(options.ttl)))
 
@@ -91,6 +98,9 @@ export const makeAccessTokens = (options: { readonly secret: Redacted.Redacted<s
       catch: (cause) => new InvalidToken({ reason: cause instanceof errors.JWTExpired ? "token expired" : "invalid token" })
     })
     const claims = yield* decodeClaims(payload).pipe(Effect.mapError(() => new InvalidToken({ reason: "invalid token claims" })))
+    // jose checks `iat` only against a maximum age, so a token dated ahead would outlive its issuer's intent.
+    if (claims.iat * 1000 > now + CLOCK_TOLERANCE_SECONDS * 1000) return yield* new InvalidToken({ reason: "token issued in the future" })
+    if (claims.tenant !== undefined && !multiTenant) return yield* new InvalidToken({ reason: "invalid token claims" })
     const principal: Principal = {
       userId: claims.sub,
       role: claims.role,

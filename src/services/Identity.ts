@@ -1,7 +1,8 @@
 /**
- * Sign-in, invitations and passwords, through the `sys` functions of migration 0002. Each call
- * runs as the role spec §5.8 names (anon, or the caller's), so the database's own privileges
- * decide who may do what; this module only turns the answers into typed results.
+ * Sign-in, invitations, passwords and email changes, through the `sys` functions of migrations
+ * 0002 and 0016. Each call runs as the role spec §5.8 names (anon, or the caller's), so the
+ * database's own privileges decide who may do what; this module only turns the answers into typed
+ * results.
  */
 import { Effect, Option, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -24,6 +25,7 @@ export class DuplicateEmail extends Schema.TaggedError<DuplicateEmail>()("Duplic
 export class PasswordAlreadySet extends Schema.TaggedError<PasswordAlreadySet>()("PasswordAlreadySet", {}) {}
 export class InvalidPassword extends Schema.TaggedError<InvalidPassword>()("InvalidPassword", { message: Schema.String }) {}
 export class UnknownUser extends Schema.TaggedError<UnknownUser>()("UnknownUser", {}) {}
+export class InvalidEmailChange extends Schema.TaggedError<InvalidEmailChange>()("InvalidEmailChange", { message: Schema.String }) {}
 
 const identityOf = (principal: Principal) => ({ role: principal.role, userId: principal.userId })
 
@@ -90,4 +92,37 @@ const passwordError = (error: SqlError.SqlError): PasswordAlreadySet | InvalidPa
 export const setInitialPassword = Effect.fn("Identity.setInitialPassword")(function*(caller: Principal, password: string) {
   const sql = yield* SqlClient.SqlClient
   yield* asIdentity(identityOf(caller), sql`SELECT sys.set_initial_password(${password})`).pipe(Effect.mapError(passwordError))
+})
+
+const emailChangeError = (error: SqlError.SqlError): InvalidEmailChange | UnknownUser | SqlError.SqlError => {
+  switch (sqlState(error)) {
+    case "22023":
+      return new InvalidEmailChange({ message: serverMessage(error) })
+    case "28000":
+      return new UnknownUser()
+    default:
+      return error
+  }
+}
+
+/**
+ * Records a pending change of the caller's address and returns the token of the link for the new
+ * address; none when another user has that address (nothing is to be mailed then). Runs as anon
+ * with the caller's id: the function is granted to anon alone, so no client's SQL can mint a token.
+ */
+export const requestEmailChange = Effect.fn("Identity.requestEmailChange")(function*(caller: Principal, email: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* asIdentity({ role: "anon", userId: caller.userId }, sql<{ token: string | null }>`SELECT sys.request_email_change(${email}) AS token`).pipe(
+    Effect.mapError(emailChangeError)
+  )
+  return Option.fromNullishOr(row?.token)
+})
+
+/** Applies a pending email change; none when the token is invalid, spent, expired or its user inactive. */
+export const confirmEmailChange = Effect.fn("Identity.confirmEmailChange")(function*(token: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [user] = yield* asIdentity(ANONYMOUS, sql<SignedInUser>`SELECT * FROM sys.confirm_email_change(${token})`).pipe(
+    Effect.mapError((error) => (sqlState(error) === "23505" ? new DuplicateEmail({ message: serverMessage(error) }) : error))
+  )
+  return Option.fromNullishOr(user)
 })

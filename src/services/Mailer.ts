@@ -1,5 +1,6 @@
 /**
- * Delivers magic links (sign-in and invite) by email through a Mailgun-compatible HTTP API.
+ * Delivers magic links (sign-in and invite) and email-change confirmations by email through a
+ * Mailgun-compatible HTTP API.
  *
  * Without a complete provider configuration nothing is sent: in development the link is printed on
  * the console so a developer can still sign in; in production only a warning without the token is
@@ -7,6 +8,7 @@
  */
 import { Cause, Console, Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+import { maskEmail } from "./EmailMask.ts"
 import { type ConfigShape, PlinthConfig } from "./PlinthConfig.ts"
 
 export class MailError extends Schema.TaggedError<MailError>()("MailError", {
@@ -16,11 +18,15 @@ export class MailError extends Schema.TaggedError<MailError>()("MailError", {
 export interface MagicLinkMail {
   readonly to: string
   readonly token: string
-  readonly kind: "sign-in" | "invite"
+  /** `email-change` goes to the new address and links to `/auth/confirm-email`. */
+  readonly kind: "sign-in" | "invite" | "email-change"
 }
 
 export class Mailer extends Context.Service<Mailer, {
-  /** Sends the sign-in or invite email with `${APP_URL}/auth/callback?token=<token>`. */
+  /**
+   * Sends the sign-in or invite email with `${APP_URL}/auth/callback?token=<token>`, or the
+   * email-change confirmation with `${APP_URL}/auth/confirm-email?token=<token>`.
+   */
   readonly sendMagicLink: (mail: MagicLinkMail) => Effect.Effect<void, MailError>
 }>()("plinth/Mailer") {
   /** Chooses the implementation from the configuration: the provider when complete, else the console/log fallback. */
@@ -41,15 +47,24 @@ export class Mailer extends Context.Service<Mailer, {
   })).pipe(Layer.provide(FetchHttpClient.layer))
 }
 
-/** `${APP_URL}/auth/callback?token=<token>`, keeping any path of APP_URL and never doubling the slash. */
-export const magicLinkUrl = (appUrl: URL, token: string): string => {
+/** `${APP_URL}/<path>?token=<token>`, keeping any path of APP_URL and never doubling the slash. */
+const appLink = (appUrl: URL, path: string, token: string): string => {
   const url = new URL(appUrl.href)
   const base = url.pathname.endsWith("/") ? url.pathname : `${url.pathname}/`
-  url.pathname = `${base}auth/callback`
+  url.pathname = `${base}${path}`
   url.search = `?token=${encodeURIComponent(token)}`
   url.hash = ""
   return url.href
 }
+
+/** `${APP_URL}/auth/callback?token=<token>`, keeping any path of APP_URL and never doubling the slash. */
+export const magicLinkUrl = (appUrl: URL, token: string): string => appLink(appUrl, "auth/callback", token)
+
+/** `${APP_URL}/auth/confirm-email?token=<token>`: the link that makes an email change take effect. */
+export const confirmEmailUrl = (appUrl: URL, token: string): string => appLink(appUrl, "auth/confirm-email", token)
+
+const linkOf = (appUrl: URL, mail: MagicLinkMail): string =>
+  mail.kind === "email-change" ? confirmEmailUrl(appUrl, mail.token) : magicLinkUrl(appUrl, mail.token)
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -100,6 +115,16 @@ interface MessageContent {
 const messageContent = (kind: MagicLinkMail["kind"], link: string): MessageContent => {
   const href = escapeHtml(link)
   const footer = "The link can be used once and expires in 15 minutes."
+  if (kind === "email-change") {
+    return {
+      subject: "Confirm your new email address",
+      text: `Follow this link to make this address the one you sign in to Plinth with:\n\n${link}\n\n${footer} ` +
+        `If you did not ask for this, you can ignore this email: nothing changes.\n`,
+      html: `<p><a href="${href}">Confirm your new email address</a> to sign in to Plinth with it.</p>` +
+        `<p>If the link does not work, copy this address into your browser:<br>${href}</p>` +
+        `<p>${footer} If you did not ask for this, you can ignore this email: nothing changes.</p>`
+    }
+  }
   if (kind === "invite") {
     return {
       subject: "You're invited to Plinth",
@@ -152,7 +177,7 @@ const sendThroughProvider = (
   )
   const endpoint = `${provider.apiUrl.href.replace(/\/+$/, "")}/v3/${encodeURIComponent(provider.domain)}/messages`
   return Effect.fn("Mailer.sendMagicLink")(function*(mail: MagicLinkMail) {
-    const content = messageContent(mail.kind, magicLinkUrl(appUrl, mail.token))
+    const content = messageContent(mail.kind, linkOf(appUrl, mail))
     const request = HttpClientRequest.post(endpoint).pipe(
       HttpClientRequest.basicAuth("api", provider.apiKey),
       HttpClientRequest.acceptJson,
@@ -169,10 +194,10 @@ const sendThroughProvider = (
 const printToConsole = (appUrl: URL) =>
   Effect.fn("Mailer.sendMagicLink")(function*(mail: MagicLinkMail) {
     // Development only, and on purpose outside the logger: the link must be visible whatever LOG_LEVEL says.
-    yield* Console.log(`Magic link for ${mail.to} (${mail.kind}): ${magicLinkUrl(appUrl, mail.token)}`)
+    yield* Console.log(`Magic link for ${mail.to} (${mail.kind}): ${linkOf(appUrl, mail)}`)
   })
 
 const dropWithWarning = Effect.fn("Mailer.sendMagicLink")(function*(mail: MagicLinkMail) {
   // Succeeds: the caller has no other way to deliver the link, and spec §4.2 answers the same either way.
-  yield* Effect.logWarning(`no mail provider configured: magic link for ${mail.to} not sent`)
+  yield* Effect.logWarning(`no mail provider configured: magic link for ${maskEmail(mail.to)} not sent`)
 })

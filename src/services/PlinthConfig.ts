@@ -3,6 +3,7 @@
  * with its default. An invalid value becomes one line naming the variable and what was expected.
  */
 import { Config, Context, Duration, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
+import { DEFAULT_TRUSTED_PROXIES, TrustedProxies } from "./TrustedProxies.ts"
 
 const Environment = Schema.Literals(["development", "production", "test"])
 
@@ -71,6 +72,7 @@ export const ConfigValues = Config.all({
     Config.withDefault(new URL("https://challenges.cloudflare.com/turnstile/v0/siteverify"))
   ),
   clientIpHeader: Config.String("CLIENT_IP_HEADER").pipe(Config.withDefault("cf-connecting-ip")),
+  trustedProxies: Config.schema(TrustedProxies, "TRUSTED_PROXIES").pipe(Config.withDefault(DEFAULT_TRUSTED_PROXIES)),
   multiTenant: Config.Boolean("MULTI_TENANT").pipe(Config.withDefault(false)),
   tenantDatabaseUrl: optionalSecret("TENANT_DATABASE_URL"),
   tenantChatDatabaseUrl: optionalSecret("TENANT_CHAT_DATABASE_URL"),

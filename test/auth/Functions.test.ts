@@ -1,6 +1,6 @@
 /**
- * The identity functions of migration 0002 at the database level: who may call what (spec §5.8
- * "Runs as"), that the tables are out of every app role's reach, and sys.update_profile.
+ * The identity functions of migrations 0002 and 0016 at the database level: who may call what
+ * (spec §5.8 "Runs as"), that the tables are out of every app role's reach, and sys.update_profile.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -43,7 +43,9 @@ describe("privileges", () => {
     "sys.invite_user(text, text)",
     "sys.set_initial_password(text)",
     "sys.update_profile(text, text)",
-    "sys.issue_magic_link(uuid)"
+    "sys.issue_magic_link(uuid)",
+    "sys.request_email_change(text)",
+    "sys.confirm_email_change(text)"
   ]
 
   it("every function is SECURITY DEFINER with a pinned search_path, and PUBLIC may not execute it", async () => {
@@ -63,7 +65,13 @@ describe("privileges", () => {
   })
 
   it.each([
-    ["anon", ["sys.login(text, text)", "sys.create_magic_link(text)", "sys.verify_magic_link(text)"]],
+    ["anon", [
+      "sys.login(text, text)",
+      "sys.create_magic_link(text)",
+      "sys.verify_magic_link(text)",
+      "sys.request_email_change(text)",
+      "sys.confirm_email_change(text)"
+    ]],
     ["owner", ["sys.invite_user(text, text)", "sys.set_initial_password(text)", "sys.update_profile(text, text)"]],
     ["admin", ["sys.invite_user(text, text)", "sys.set_initial_password(text)", "sys.update_profile(text, text)"]],
     ["staff", ["sys.set_initial_password(text)", "sys.update_profile(text, text)"]],
@@ -78,7 +86,7 @@ describe("privileges", () => {
 
   it("no app role can read or write the identity tables", async () => {
     for (const role of ["owner", "admin", "staff", "member", "anon"] as const) {
-      for (const table of ["sys.users", "sys.magic_links"]) {
+      for (const table of ["sys.users", "sys.magic_links", "sys.email_changes"]) {
         const result = await runAs({ role, userId: "" }, `SELECT * FROM ${table}`)
         expect(result.code, `${role} reading ${table}`).toBe("42501")
       }
@@ -113,21 +121,23 @@ describe("sys.invite_user", () => {
 })
 
 describe("sys.update_profile", () => {
-  it("changes only the caller's own row; NULL leaves a field unchanged", async () => {
+  it("changes only the caller's own row; NULL or the current email leaves the email unchanged", async () => {
     const me = await newUser("profile-me@x.test", "member")
     const other = await newUser("profile-other@x.test", "member")
     const renamed = await runAs({ role: "member", userId: me }, "SELECT * FROM sys.update_profile(NULL, 'Ada Lovelace')")
     expect(renamed.rows).toEqual([{ id: me, email: "profile-me@x.test", display_name: "Ada Lovelace", role: "member", needs_password: true }])
-    const moved = await runAs({ role: "member", userId: me }, "SELECT * FROM sys.update_profile('ada@x.test', NULL)")
-    expect(moved.rows[0]).toMatchObject({ email: "ada@x.test", display_name: "Ada Lovelace" })
+    // Another address needs proof (POST /auth/change-email): refused, nothing changes.
+    expect((await runAs({ role: "member", userId: me }, "SELECT * FROM sys.update_profile('ada@x.test', NULL)")).code).toBe("P0001")
+    const same = await runAs({ role: "member", userId: me }, "SELECT * FROM sys.update_profile('PROFILE-ME@x.test', 'Ada')")
+    expect(same.rows[0]).toMatchObject({ email: "profile-me@x.test", display_name: "Ada" })
     const [untouched] = await query(db.adminUrl, (sql) => sql<{ display_name: string }>`SELECT display_name FROM sys.users WHERE id = ${other}`)
     expect(untouched!.display_name).toBe("profile-other")
   })
 
-  it("refuses a taken email (23505), a malformed one (22023) and a caller with no user id (28000)", async () => {
+  it("refuses another email, even a taken one (P0001), a malformed one (22023) and a caller with no user id (28000)", async () => {
     const me = await newUser("profile-2@x.test", "staff")
     await newUser("taken@x.test", "staff")
-    expect((await runAs({ role: "staff", userId: me }, "SELECT * FROM sys.update_profile('TAKEN@x.test', NULL)")).code).toBe("23505")
+    expect((await runAs({ role: "staff", userId: me }, "SELECT * FROM sys.update_profile('TAKEN@x.test', NULL)")).code).toBe("P0001")
     expect((await runAs({ role: "staff", userId: me }, "SELECT * FROM sys.update_profile('nope', NULL)")).code).toBe("22023")
     expect((await runAs({ role: "staff", userId: "" }, "SELECT * FROM sys.update_profile(NULL, 'x')")).code).toBe("28000")
   })

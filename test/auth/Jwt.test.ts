@@ -132,6 +132,30 @@ describe("the bearer middleware refuses with 401 { error }", () => {
   })
 })
 
+describe("forged claims Plinth would never issue", () => {
+  const expectRefusedEverywhere = async (label: string, authorization: (user: SignIn["user"]) => Promise<string>) => {
+    for (const name of Object.keys(endpoints) as Array<EndpointName>) {
+      const subject = name === "POST /admin/invite" ? owner.user : victim.user
+      const response = await endpoints[name]({ authorization: `Bearer ${await authorization(subject)}` })
+      expect(response.status, `${label} on ${name}`).toBe(401)
+      expect(response.body).toEqual({ error: expect.any(String) })
+    }
+  }
+
+  it("attack: a token with a tenant claim is accepted by a single-tenant service", async () => {
+    await expectRefusedEverywhere("tenant claim", (user) => sign({ ...goodClaims(user), tenant: "acme" }))
+  })
+
+  it("attack: a token issued in the future (iat two minutes ahead, past the 30 s leeway) is accepted", async () => {
+    await expectRefusedEverywhere("future iat", (user) => sign({ ...goodClaims(user), iat: now() + 120, exp: now() + 3600 }))
+  })
+
+  it("an iat 10 s ahead (clock skew within the leeway) is still accepted", async () => {
+    const response = await post(base, "/sql", { sql: "SELECT 1 AS one" }, { token: await sign({ ...goodClaims(victim.user), iat: now() + 10 }) })
+    expect(response.status).toBe(200)
+  })
+})
+
 describe("the bearer middleware accepts", () => {
   it("a forged HS256 token with the right secret and good claims for an existing user", async () => {
     const user = await verify(base, await inviteAsDatabaseAdmin(stack.db, freshEmail("forged"), "staff"))

@@ -2,12 +2,13 @@
  * Spec §8 over HTTP: POST /auth/magic-link admits 3 requests per mailbox (spelling variants of
  * one mailbox share a bucket) and 10 per client address in 15 minutes, answering 429 with a
  * Retry-After in whole seconds; the client address comes from CLIENT_IP_HEADER
- * (`cf-connecting-ip` unless told) and falls back to the socket's address; rate limits are checked
- * before the challenge, so refused challenges still count.
+ * (`cf-connecting-ip` unless told), believed only from a peer in TRUSTED_PROXIES (loopback unless
+ * told), and falls back to the socket's address; rate limits are checked before the challenge, so
+ * refused challenges still count.
  */
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, startAuthStack } from "../support/auth.ts"
+import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, signedIn, startAuthStack } from "../support/auth.ts"
 import { type FakeSiteverify, startFakeSiteverify } from "../support/FakeSiteverify.ts"
 
 /** Default configuration: the client address is `cf-connecting-ip`. */
@@ -16,18 +17,21 @@ let stack: AuthStack
 let realIp: AuthStack
 /** CHALLENGE_SECRET set, verified against `siteverify`. */
 let challenged: AuthStack
+/** TRUSTED_PROXIES=127.0.0.1/32: a peer at 127.0.0.2 is a client like any other. */
+let oneProxy: AuthStack
 let siteverify: FakeSiteverify
 
 beforeAll(async () => {
   siteverify = await startFakeSiteverify()
-  ;[stack, realIp, challenged] = await Promise.all([
+  ;[stack, realIp, challenged, oneProxy] = await Promise.all([
     startAuthStack(),
     startAuthStack({ CLIENT_IP_HEADER: "x-real-ip" }),
-    startAuthStack({ CHALLENGE_SECRET: "turnstile-secret-for-rate-limits", CHALLENGE_VERIFY_URL: siteverify.url })
+    startAuthStack({ CHALLENGE_SECRET: "turnstile-secret-for-rate-limits", CHALLENGE_VERIFY_URL: siteverify.url }),
+    startAuthStack({ TRUSTED_PROXIES: "127.0.0.1/32" })
   ])
 })
 afterAll(async () => {
-  await Promise.all([stack?.close(), realIp?.close(), challenged?.close()])
+  await Promise.all([stack?.close(), realIp?.close(), challenged?.close(), oneProxy?.close()])
   await siteverify?.close()
 })
 
@@ -59,8 +63,8 @@ const expectLimited = (response: { readonly status: number; readonly headers: He
   return seconds
 }
 
-/** POST /auth/magic-link from a chosen local (socket) address, with no client-address header. */
-const postFromSocket = (target: AuthStack, email: string, localAddress: string) =>
+/** POST /auth/magic-link from a chosen local (socket) address, with no client-address header unless given. */
+const postFromSocket = (target: AuthStack, email: string, localAddress: string, extraHeaders: Record<string, string> = {}) =>
   new Promise<{ status: number; headers: Headers; body: unknown }>((resolve, reject) => {
     const url = new URL("/auth/magic-link", target.main.url)
     const body = JSON.stringify({ email })
@@ -68,7 +72,7 @@ const postFromSocket = (target: AuthStack, email: string, localAddress: string) 
       method: "POST",
       localAddress,
       agent: false,
-      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }
+      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...extraHeaders }
     }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -159,6 +163,55 @@ describe("per client address: 10 requests in 15 minutes", () => {
     expectLimited(await requestLink(realIp, freshEmail("socket-1-cf"), { "cf-connecting-ip": freshAddress() }))
     expectSent(await postFromSocket(realIp, freshEmail("socket-2"), "127.0.0.2"))
     expectSent(await requestLink(realIp, freshEmail("socket-header"), { "x-real-ip": "192.0.2.52" }))
+  })
+})
+
+describe("TRUSTED_PROXIES", () => {
+  it("attack: a client that is no trusted proxy picks its rate-limit bucket with cf-connecting-ip (15 requests from one socket)", async () => {
+    // 127.0.0.2 is not in TRUSTED_PROXIES=127.0.0.1/32: its header is ignored and its socket address is the key.
+    const answers = []
+    for (let i = 0; i < 15; i++) {
+      answers.push(await postFromSocket(oneProxy, freshEmail("spoofer"), "127.0.0.2", { "cf-connecting-ip": freshAddress() }))
+    }
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(10)
+    for (const answer of answers.slice(10)) expectLimited(answer)
+  })
+
+  it("the trusted proxy (127.0.0.1) is believed: its header names the client, so another client behind it still passes", async () => {
+    expectSent(await postFromSocket(oneProxy, freshEmail("behind-proxy"), "127.0.0.1", { "cf-connecting-ip": "203.0.113.70" }))
+    expectSent(await requestLink(oneProxy, freshEmail("behind-proxy-2"), { "cf-connecting-ip": "203.0.113.71" }))
+    // A list (an appending proxy): the last hop that is no trusted proxy is the client; what comes before it is the client's own text.
+    for (let i = 0; i < 10; i++) {
+      expectSent(await requestLink(oneProxy, freshEmail("appended"), { "cf-connecting-ip": `${freshAddress()}, 203.0.113.80, 127.0.0.1` }))
+    }
+    expectLimited(await requestLink(oneProxy, freshEmail("appended-11th"), { "cf-connecting-ip": `${freshAddress()}, 203.0.113.80` }))
+    expectLimited(await requestLink(oneProxy, freshEmail("appended-12th"), { "cf-connecting-ip": "203.0.113.80" }))
+    // The spoofer's bucket (127.0.0.2) stays full whatever it claims to be.
+    expectLimited(await postFromSocket(oneProxy, freshEmail("spoofer-again"), "127.0.0.2", { "cf-connecting-ip": "203.0.113.72" }))
+  })
+})
+
+describe("development POST /auth/login: 10 per mailbox, 30 per client address in 15 minutes", () => {
+  const login = (email: string, password: string, address: string = freshAddress()) =>
+    post(stack.main.url, "/auth/login", { email, password }, { headers: { "cf-connecting-ip": address } })
+
+  it("attack: development /auth/login takes unlimited password guesses for one mailbox", async () => {
+    const email = freshEmail("guessed")
+    const user = await signedIn(stack, email, "member")
+    expect((await post(stack.main.url, "/auth/set-password", { password: "the real password" }, { token: user.token })).status).toBe(200)
+    // Each guess from another address: only the mailbox's bucket fills.
+    for (let i = 0; i < 10; i++) expect((await login(email, `guess number ${i}`)).status).toBe(401)
+    const seconds = expectLimited(await login(email.toUpperCase(), "the real password"))
+    expect(seconds).toBeGreaterThan(800)
+    // The magic-link buckets are others: the user can still ask for a sign-in link.
+    expectSent(await requestLink(stack, email))
+  })
+
+  it("one client address gets 30 attempts over many mailboxes, then 429; another address still gets through", async () => {
+    const address = freshAddress()
+    for (let i = 0; i < 30; i++) expect((await login(freshEmail("sprayed"), "password123", address)).status).toBe(401)
+    expectLimited(await login(freshEmail("sprayed-31st"), "password123", address))
+    expect((await login(freshEmail("sprayed-elsewhere"), "password123")).status).toBe(401)
   })
 })
 

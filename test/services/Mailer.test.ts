@@ -95,6 +95,18 @@ describe("with a provider", () => {
       expect(message!.html).not.toContain("o'neil")
     }))
 
+  it.live("an email change goes to the new address with its own subject and the /auth/confirm-email link", () =>
+    Effect.gen(function*() {
+      const { result } = yield* withMailer(providerEnv(), (mailer) => mailer.sendMagicLink({ ...signIn, to: "new@example.com", kind: "email-change" }))
+      expect(result._tag).toBe("Success")
+      const [message] = fake.messages
+      expect(message).toMatchObject({ to: "new@example.com", subject: "Confirm your new email address" })
+      const link = `https://app.example.com/auth/confirm-email?token=${ENCODED_TOKEN}`
+      expect(message!.text).toContain(link)
+      expect(message!.html).toContain(`href="${link}"`)
+      expect(message!.text).not.toContain("/auth/callback")
+    }))
+
   it.live("retries 503s, then succeeds", () =>
     Effect.gen(function*() {
       fake.failNext(2, 503)
@@ -166,15 +178,28 @@ describe("without a provider", () => {
       expect(captured.logs.filter((entry) => entry.level === "Warn")).toEqual([])
     }))
 
-  it.live("production: a warning without the token, nothing on the console, and success", () =>
+  it.live("development: an email change's console line shows its /auth/confirm-email link", () =>
+    Effect.gen(function*() {
+      const { result, captured } = yield* withMailer(
+        { NODE_ENV: "development", APP_URL: "http://localhost:5173/" },
+        (mailer) => mailer.sendMagicLink({ ...signIn, to: "new@example.com", kind: "email-change" })
+      )
+      expect(result._tag).toBe("Success")
+      expect(captured.console).toEqual([
+        `Magic link for new@example.com (email-change): http://localhost:5173/auth/confirm-email?token=${ENCODED_TOKEN}`
+      ])
+    }))
+
+  it.live("production: a warning without the token or the full address, nothing on the console, and success", () =>
     Effect.gen(function*() {
       const { result, captured } = yield* withMailer(PRODUCTION, (mailer) => mailer.sendMagicLink(signIn))
       expect(result._tag).toBe("Success")
       expect(captured.console).toEqual([])
       expect(captured.logs).toContainEqual({
         level: "Warn",
-        message: "no mail provider configured: magic link for ada@example.com not sent"
+        message: "no mail provider configured: magic link for a***@example.com not sent"
       })
+      expect(JSON.stringify(captured)).not.toContain("ada@example.com")
       const everything = JSON.stringify(captured)
       expect(everything).not.toContain(ENCODED_TOKEN)
       expect(everything).not.toContain("token=")
