@@ -16,6 +16,7 @@ import { Mailer } from "../services/Mailer.ts"
 import { Model } from "../services/Model.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
+import { StatementAdmission } from "../services/StatementAdmission.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
 import { requireUrl } from "./Database.ts"
 import { tenantSource } from "./Tenancy.ts"
@@ -38,7 +39,7 @@ const RateLimiterLive = sharedStore(RateLimiter.layer, (sql) => Layer.effect(Rat
 const ChallengeLive = sharedStore(Challenge.layer, (sql) => Challenge.layerWith(sharedClaims(sql)))
 
 /** What the main service's handlers stand on, besides the tenant of each request. */
-const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer)
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer, StatementAdmission.layer)
 
 const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Option.getOrUndefined(Option.map(value, Redacted.value))
 
