@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
-import { BadRequest, Forbidden, Unavailable } from "./Errors.ts"
+import { BadRequest, Forbidden, TooManyRequests, Unavailable } from "./Errors.ts"
 import { isShallowJson } from "./Validation.ts"
 
 /** Bounds of spec's "every untrusted input has a bound" for the caller's SQL. */
@@ -29,13 +29,13 @@ export class DataApi extends HttpApiGroup.make("data")
     payload: SqlPayload,
     success: SqlResultBody,
     // Database errors answer for themselves (DatabaseFailure): the §7 status and shape 2.
-    error: [BadRequest, Forbidden, Unavailable]
+    error: [BadRequest, Forbidden, TooManyRequests, Unavailable]
   }))
   .add(HttpApiEndpoint.post("function", "/function/:name", {
     params: { name: Schema.String },
     payload: Params,
     success: SqlResultBody,
-    error: [BadRequest, Forbidden, Unavailable]
+    error: [BadRequest, Forbidden, TooManyRequests, Unavailable]
   }))
   .middleware(Authentication)
 {}

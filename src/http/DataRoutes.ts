@@ -9,7 +9,7 @@
  * HttpApi's routes do (401, then 415, then `invalid body: ...`; Validation.ts), and DataApi still
  * defines them for /openapi.json.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { SqlError } from "effect/sql"
 import { AccessTokens, type Principal } from "../services/AccessTokens.ts"
@@ -18,11 +18,13 @@ import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
+import { StatementAdmission, type StatementsBusy } from "../services/StatementAdmission.ts"
 import { type ResponseTooLarge, runStatement, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
 import { Params, SqlPayload } from "./DataApi.ts"
-import { BadRequest, databaseErrorResponse, Forbidden, Unavailable } from "./Errors.ts"
+import { BadRequest, databaseErrorResponse, Forbidden, TooManyRequests, Unavailable } from "./Errors.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
+import { CurrentTenant } from "./TenantSelection.ts"
 import { jsonBody } from "./Validation.ts"
 
 /** `schema.name` or `name`, each an unquoted-style identifier PostgreSQL would accept. */
@@ -41,6 +43,9 @@ const functionName = (request: HttpServerRequest.HttpServerRequest): string => {
   }
 }
 
+/** Whose statements a request's counts against (StatementAdmission): the user, within their tenant. */
+const admissionKey = (tenant: Option.Option<string>, userId: string) => Option.isNone(tenant) ? userId : `${tenant.value}/${userId}`
+
 const respond = (result: StatementResult) =>
   HttpServerResponse.text(`{"rows":${result.rowsJson},"rowCount":${result.rowCount}}`, { contentType: "application/json" })
 
@@ -48,13 +53,14 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   const config = yield* PlinthConfig
   const guard = yield* SqlGuard
   const tokens = yield* AccessTokens
+  const admission = yield* StatementAdmission
   const sqlBody = jsonBody(SqlPayload)
   const functionBody = jsonBody(Params)
   const caller = (request: HttpServerRequest.HttpServerRequest) => authenticate(tokens, bearerCredential(request.headers.authorization))
 
   /** The route's answer; database failures as responses with their own §7 status. */
   const answer = <R>(
-    effect: Effect.Effect<StatementResult, SqlError.SqlError | SqlParseError | ResponseTooLarge | UnsupportedResult | BadRequest, R>
+    effect: Effect.Effect<StatementResult, SqlError.SqlError | SqlParseError | ResponseTooLarge | UnsupportedResult | StatementsBusy | BadRequest, R>
   ) =>
     Effect.catchTags(Effect.map(effect, respond), {
       SqlError: (error) => {
@@ -70,7 +76,12 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
         })),
       UnsupportedResult: (error) => Effect.fail(new BadRequest({ error: error.message })),
       ResponseTooLarge: (error) =>
-        Effect.fail(new BadRequest({ error: `the result is larger than ${error.limitBytes} bytes; select fewer rows or columns` }))
+        Effect.fail(new BadRequest({ error: `the result is larger than ${error.limitBytes} bytes; select fewer rows or columns` })),
+      StatementsBusy: (error) =>
+        Effect.fail(new TooManyRequests({
+          error: `too many statements at once: at most ${error.limit} of one user run together; try again shortly`,
+          retryAfterSeconds: error.retryAfterSeconds
+        }))
     })
 
   // Defined once, not as a generator written inline per request (StatementConnections' roundTrip says why).
@@ -83,7 +94,10 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
       return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
     }
     const context = yield* resolveRequestContext(principal, request)
-    return yield* runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+    return yield* admission.admit(
+      admissionKey(yield* CurrentTenant, principal.userId),
+      runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+    )
   })
 
   const sql = Effect.gen(function*() {
@@ -110,12 +124,15 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const qualified = schema === undefined ? quoteIdentifier(name!) : `${quoteIdentifier(schema)}.${quoteIdentifier(name!)}`
     const placeholders = args.map((_, index) => `$${index + 1}`).join(", ")
     const context = yield* resolveRequestContext(principal, request)
-    return yield* answer(runStatement(
-      context,
-      `SELECT * FROM ${qualified}(${placeholders})`,
-      args,
-      { kind: "SELECT", returnsRows: true, parameters: args.length, callsSys: false },
-      config.sqlMaxResponseBytes
+    return yield* answer(admission.admit(
+      admissionKey(yield* CurrentTenant, principal.userId),
+      runStatement(
+        context,
+        `SELECT * FROM ${qualified}(${placeholders})`,
+        args,
+        { kind: "SELECT", returnsRows: true, parameters: args.length, callsSys: false },
+        config.sqlMaxResponseBytes
+      )
     ))
   })
 

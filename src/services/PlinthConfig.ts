@@ -82,6 +82,9 @@ export const ConfigValues = Config.all({
   anthropicModel: Config.String("ANTHROPIC_MODEL").pipe(Config.withDefault("claude-sonnet-4-6")),
   sqlTimeout: Config.schema(PositiveDuration, "SQL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(15))),
   sqlMaxResponseBytes: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "SQL_MAX_RESPONSE_BYTES").pipe(Config.withDefault(64 * 1024 * 1024)),
+  sqlMaxConcurrentPerUser: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "SQL_MAX_CONCURRENT_PER_USER").pipe(
+    Config.withDefault(4)
+  ),
   tenantIdleTimeout: Config.schema(PositiveDuration, "TENANT_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5))),
   tenantMaxLive: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "TENANT_MAX_LIVE").pipe(Config.withDefault(100)),
   chatMaxSteps: Config.schema(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 200 }))), "CHAT_MAX_STEPS").pipe(

@@ -4,9 +4,9 @@
  * written straight to JSON text as the rows stream in, so that a result over the size limit fails
  * early instead of filling memory.
  */
-import { Effect, Option, Schema, Stream } from "effect"
+import { Duration, Effect, Option, Schema, Stream } from "effect"
 import { changingCatalog } from "./CatalogWatch.ts"
-import type { RequestContext } from "./RequestContext.ts"
+import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext } from "./RequestContext.ts"
 import { executePipelined, peekPipelined, withPipelinedTransaction } from "./StatementConnections.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
@@ -97,7 +97,9 @@ const runGuarded = Effect.fnUntraced(function*(
     // No rows to send, only the count from the command tag.
     return { rowsJson: "[]", rowCount: (yield* executePipelined(context, text, values)).rowCount } satisfies StatementResult
   }
+  let longContext = context
   if (statement.kind === "SELECT" && !longWay.has(text)) {
+    const started = performance.now()
     const peeked = yield* unsupportedResults(peekPipelined(context, text, values), maxResponseBytes)
     if (Option.isSome(peeked)) {
       const rows = jsonRows(maxResponseBytes)
@@ -105,12 +107,22 @@ const runGuarded = Effect.fnUntraced(function*(
       return rows.result()
     }
     remember(text)
+    longContext = withTimeSpent(context, performance.now() - started)
   }
-  return yield* unsupportedResults(withPipelinedTransaction(context, (connection) =>
+  return yield* unsupportedResults(withPipelinedTransaction(longContext, (connection) =>
     Effect.suspend(() => {
       const rows = jsonRows(maxResponseBytes)
       return connection.stream(text, values).pipe(Stream.runForEach(rows.add), Effect.map(rows.result))
     })), maxResponseBytes)
+})
+
+/**
+ * `context` with only what is left of its statement timeout after `spentMs` (the caller's deadline
+ * covers the peek and the long way together). At least 1 ms: a statement_timeout of 0 means none.
+ */
+const withTimeSpent = (context: RequestContext, spentMs: number): RequestContext => ({
+  ...context,
+  statementTimeout: Duration.millis(Math.max(1, Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT) - spentMs))
 })
 
 /** Rows written to JSON text as they are added, each measured: past `maxBytes` in all, ResponseTooLarge. */
@@ -130,7 +142,7 @@ const jsonRows = (maxBytes: number) => {
 }
 
 /**
- * SELECT texts a peek did not settle (more than one row, a write, an error): the next call of the
+ * SELECT texts a peek did not settle (more than one row, a write): the next call of the
  * same text goes the long way at once instead of paying a wasted round trip. Bounded (texts up to
  * 1,024 characters, at most 1,000 of them, the oldest forgotten first): a longer text is peeked
  * at every time.

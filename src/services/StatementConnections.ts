@@ -110,21 +110,39 @@ export const executePipelined = (context: RequestContext, text: string, params: 
 export const callPipelined = (context: RequestContext, call: string, params: ReadonlyArray<unknown> = []) =>
   Effect.map(executePipelined(context, `SELECT ${call} AS value`, params), (result): unknown => result.rows[0]?.["value"] ?? null)
 
-/** statement_timeout (or a cancel): the statement would only run out of time again. */
-const QUERY_CANCELED = "57014"
+/** A write in a read-only transaction: the peek's "this SELECT writes". */
+const READ_ONLY_SQL_TRANSACTION = "25006"
+
+/** What `selectPipelined` puts before the caller's text. */
+const SELECT_WRAPPER = "SELECT * FROM ("
 
 /**
  * A SELECT's first `limit` rows in one round trip: run as a subquery with a LIMIT, in a read-only
  * transaction (a SELECT that writes fails). `text` is one SELECT, passed by the guard: it reads as
  * a subquery (the newline ends a trailing comment; a trailing semicolon would not parse inside the
  * parentheses). The wrapper is a prepared statement like any other, so a repeated one is planned
- * once. Error positions are the wrapper's, not the caller's.
+ * once. Error positions are the caller's text's (`callersPosition`).
  */
 export const selectPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>, limit: number) =>
-  Effect.map(
-    inOneRoundTrip({ ...context, readOnly: true }, [[`SELECT * FROM (${text.replace(/;\s*$/, "")}\n) AS plinth_rows LIMIT ${limit}`, params]]),
-    ([result]) => result!.rows
+  inOneRoundTrip({ ...context, readOnly: true }, [[`${SELECT_WRAPPER}${text.replace(/;\s*$/, "")}\n) AS plinth_rows LIMIT ${limit}`, params]]).pipe(
+    Effect.map(([result]) => result!.rows),
+    Effect.mapError((error) => callersPosition(error, text.length))
   )
+
+/**
+ * An error of the wrapped statement, its position moved into the caller's text (none where it
+ * points at the wrapper). The error object is this failure's own: the driver builds one per
+ * error response.
+ */
+const callersPosition = (error: SqlError.SqlError, textLength: number): SqlError.SqlError => {
+  const cause: unknown = (error.reason as { readonly cause?: unknown }).cause
+  if (typeof cause !== "object" || cause === null) return error
+  const fields = cause as { position?: unknown }
+  if (typeof fields.position !== "string") return error
+  const position = Number(fields.position) - SELECT_WRAPPER.length
+  fields.position = position >= 1 && position <= textLength + 1 ? String(position) : undefined
+  return error
+}
 
 /** How many rows a peek reads: one to keep, and a second to learn that there are more. */
 const PEEK_ROWS = 2
@@ -132,17 +150,14 @@ const PEEK_ROWS = 2
 /**
  * A SELECT's rows in one round trip, if it reads at most one row (`selectPipelined`). `None` when
  * it has to go the long way (its rows streamed, in a transaction that may write): it has a second
- * row, it writes (the read-only transaction refused), or it failed some other way (run again the
- * long way, its error comes back exactly as that way tells it, positions included). A timeout or
- * a lost connection is the caller's answer at once: running again would only double the wait.
+ * row, or it writes (the read-only transaction refused). Any other failure is the caller's answer
+ * at once: running the statement again would run whatever it did before failing a second time.
  */
 export const peekPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>) =>
   selectPipelined(context, text, params, PEEK_ROWS).pipe(
     Effect.map((rows) => rows.length < PEEK_ROWS ? Option.some(rows) : Option.none()),
-    Effect.catchTag("SqlError", (error) => {
-      const code = databaseErrorFields(error).code
-      return code === undefined || code === QUERY_CANCELED ? Effect.fail(error) : Effect.succeed(Option.none())
-    })
+    Effect.catchTag("SqlError", (error) =>
+      databaseErrorFields(error).code === READ_ONLY_SQL_TRANSACTION ? Effect.succeed(Option.none()) : Effect.fail(error))
   )
 
 /**

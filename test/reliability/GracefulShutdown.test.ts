@@ -19,7 +19,14 @@ const JWT_SECRET = "a-test-secret-that-is-at-least-32-bytes-long"
 
 const serveMain = async () => {
   const port = await freePort()
-  const plinth = runPlinth(["serve", "main"], { JWT_SECRET, DATABASE_URL: db.mainUrl, PORT: String(port), SQL_TIMEOUT: "60s" })
+  // One user's 8 statements in flight at once: the per-user bound (default 4) must not refuse them.
+  const plinth = runPlinth(["serve", "main"], {
+    JWT_SECRET,
+    DATABASE_URL: db.mainUrl,
+    PORT: String(port),
+    SQL_TIMEOUT: "60s",
+    SQL_MAX_CONCURRENT_PER_USER: "8"
+  })
   await plinth.waitFor(/Plinth main service: \S+/)
   return { plinth, base: `http://127.0.0.1:${port}` }
 }
