@@ -54,7 +54,11 @@ export const ensureDatabase = Effect.fn("Database.ensure")(function*(serverUrl: 
  */
 export const migrateDatabase = Effect.fn("Database.migrate")(function*(adminUrl: string) {
   const migrations = yield* readMigrations()
-  return yield* withDatabase(adminUrl, Effect.tap(migrate(migrations), () => revokeDeniedFunctions())).pipe(
+  return yield* withDatabase(adminUrl, Effect.tap(migrate(migrations), () =>
+    Effect.flatMap(revokeDeniedFunctions(), ({ notRevocable }) =>
+      notRevocable.length === 0 ? Effect.void : Effect.logWarning(
+        `${notRevocable.length} functions the SQL guard refuses stay executable by Plinth's roles: the migrating role does not own them, so only the guard keeps callers from them (${notRevocable.slice(0, 5).join(", ")}${notRevocable.length > 5 ? ", ..." : ""})`
+      )))).pipe(
     Effect.catchTag("SqlError", setupFailed("cannot connect to migrate"))
   )
 })

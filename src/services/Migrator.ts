@@ -100,17 +100,20 @@ export const migrate = Effect.fn("Migrator.migrate")(function*(migrations: Reado
  * (DeniedFunctions.ts), in any schema, whatever a migration, an extension or an administrator
  * granted, except what the login roles keep on purpose (LOGIN_ROLE_GRANTS). Runs every time, so
  * new functions of a denied name (an extension installed later) are caught on the next start;
- * revokes only what is still granted, so a database already in order is not written to.
+ * revokes only what is still granted, so a database already in order is not written to. Where the
+ * migrating role neither is a superuser nor owns a function (managed PostgreSQL), that revoke is
+ * impossible: it is skipped and counted in the result, for the caller to warn about.
  */
 export const revokeDeniedFunctions = Effect.fn("Migrator.revokeDeniedFunctions")(function*() {
   const sql = yield* SqlClient.SqlClient
   const roles = [...APP_ROLES, ...LOGIN_ROLES]
-  yield* withLock(sql, Effect.gen(function*() {
-    const granted = yield* sql<{ fn: string; kept: boolean }>`
+  return yield* withLock(sql, Effect.gen(function*() {
+    const granted = yield* sql<{ fn: string; kept: boolean; revocable: boolean }>`
       WITH kept AS (
         SELECT to_regprocedure(f) AS oid FROM jsonb_array_elements_text(${JSON.stringify(LOGIN_ROLE_GRANTS)}::jsonb) AS f
       )
-      SELECT DISTINCT p.oid::regprocedure::text AS fn, p.oid IN (SELECT oid FROM kept) AS kept
+      SELECT DISTINCT p.oid::regprocedure::text AS fn, p.oid IN (SELECT oid FROM kept) AS kept,
+        (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) OR pg_catalog.pg_has_role(p.proowner, 'USAGE') AS revocable
       FROM pg_catalog.pg_proc p
       CROSS JOIN pg_catalog.pg_roles r
       WHERE r.rolname IN (SELECT jsonb_array_elements_text(${JSON.stringify(roles)}::jsonb))
@@ -120,10 +123,11 @@ export const revokeDeniedFunctions = Effect.fn("Migrator.revokeDeniedFunctions")
         AND pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
         AND NOT (p.oid IN (SELECT oid FROM kept) AND r.rolname IN (SELECT jsonb_array_elements_text(${JSON.stringify(LOGIN_ROLES)}::jsonb)))
       ORDER BY 1`
-    for (const { fn, kept } of granted) {
+    for (const { fn, kept } of granted.filter((row) => row.revocable)) {
       // The function as the catalog prints it (quoted where needed); the roles are constants.
       const from = ["PUBLIC", ...(kept ? APP_ROLES : roles).map((role) => `"${role}"`)]
       yield* sql.unsafe(`REVOKE EXECUTE ON FUNCTION ${fn} FROM ${from.join(", ")}`).unprepared
     }
+    return { notRevocable: granted.filter((row) => !row.revocable).map((row) => row.fn) }
   })).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(new MigrationError({ message: `cannot revoke denied functions: ${describeFailure(error)}` }))))
 })

@@ -7,8 +7,9 @@
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { migrateDatabase } from "../../src/layers/Database.ts"
+import { migrateDatabase, withDatabase } from "../../src/layers/Database.ts"
 import { APP_ROLES, isDeniedFunction, LOGIN_ROLE_GRANTS, LOGIN_ROLES } from "../../src/services/DeniedFunctions.ts"
+import { revokeDeniedFunctions } from "../../src/services/Migrator.ts"
 import { isDeniedFunction as guardDenies, makeSqlGuard } from "../../src/services/SqlGuard.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 
@@ -113,5 +114,31 @@ describe("the migrator revokes on every run", () => {
     const before = await rows<{ acl: string }>("SELECT p.oid::regprocedure::text || coalesce(p.proacl::text, '') AS acl FROM pg_proc p ORDER BY 1")
     expect(await Effect.runPromise(migrateDatabase(db.adminUrl))).toEqual([])
     expect(await rows<{ acl: string }>("SELECT p.oid::regprocedure::text || coalesce(p.proacl::text, '') AS acl FROM pg_proc p ORDER BY 1")).toEqual(before)
+  })
+
+  it("a migrating role that is no superuser revokes what it owns and reports what it cannot", async () => {
+    // Roles belong to the whole server: a name of this run's own, dropped again at the end.
+    const role = `limited_admin_${db.name.slice(-12)}`
+    const password = "limited-admin-password"
+    await rows(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
+    try {
+      // What the migration lock needs, which the superuser's runs revoked from PUBLIC.
+      await rows(`GRANT EXECUTE ON FUNCTION pg_catalog.pg_advisory_xact_lock(bigint) TO ${role}`)
+      await rows(`GRANT CREATE ON SCHEMA public TO ${role}`)
+      await rows("CREATE FUNCTION public.lo_foreign() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+      const url = new URL(db.adminUrl)
+      url.username = role
+      url.password = password
+      await query(url.toString(), (sql) => sql.unsafe("CREATE FUNCTION public.lo_mine() RETURNS int LANGUAGE sql AS 'SELECT 1'"))
+      const result = await Effect.runPromise(withDatabase(url.toString(), revokeDeniedFunctions()))
+      expect(result.notRevocable).toEqual(["lo_foreign()"])
+      expect((await executableDenied(APP_ROLES)).map((row) => row.fn)).toEqual(APP_ROLES.map(() => "lo_foreign()"))
+      // The superuser's next run settles the rest.
+      await Effect.runPromise(migrateDatabase(db.adminUrl))
+      expect(await executableDenied(APP_ROLES)).toEqual([])
+    } finally {
+      await rows(`DROP OWNED BY ${role}`)
+      await rows(`DROP ROLE ${role}`)
+    }
   })
 })
