@@ -72,7 +72,10 @@ export const parseSql = (text: string): Effect.Effect<ParseResult, SqlParseError
   const library = loaded
   if (library !== undefined) return parseWith(library, text)
   const instance = current
-  return Effect.flatMap(Effect.promise(() => instance.ready), () => parseWith(instance.library, text))
+  return Effect.flatMap(
+    Effect.tryPromise({ try: () => instance.ready, catch: () => new SqlParseError({ message: "the SQL parser could not be loaded", position: null }) }),
+    () => parseWith(instance.library, text)
+  )
 }
 
 /**
