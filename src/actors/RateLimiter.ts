@@ -10,6 +10,7 @@
  */
 import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, Queue, Schema, type Scope } from "effect"
 import type { SqlClient } from "effect/sql"
+import { sqlState } from "../services/DatabaseError.ts"
 
 /** At most `limit` admitted requests in any window of length `window` (finite and positive). */
 export interface RateLimitRule {
@@ -238,6 +239,11 @@ export const emailChangeKeys = (userId: string, newEmail: string): ReadonlyArray
   { key: `email-change-mailbox:${normalizeMailbox(newEmail)}`, rule: EMAIL_CHANGE_MAILBOX_RULE }
 ]
 
+/** SQLSTATE of a lock wait that ran past lock_timeout. */
+const LOCK_NOT_AVAILABLE = "55P03"
+/** A key's lock is held only for one check, so one that stayed busy frees again soon. */
+const LOCK_BUSY_RETRY_SECONDS = 1
+
 /** The sweep of the shared store runs this often (the check itself trims the keys it touches). */
 const SHARED_SWEEP_INTERVAL = Duration.minutes(5)
 
@@ -262,8 +268,12 @@ export const makeSharedRateLimiter = Effect.fn("RateLimiter.makeShared")(functio
           ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(unique.map((key) => key.rule.limit))}::jsonb)::integer),
           ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(unique.map((key) => Math.ceil(Duration.toSeconds(key.rule.window))))}::jsonb)::integer)
         ) AS retry`.pipe(
-        // A store that cannot be asked does not lock everyone out: admit, and say so.
-        Effect.catchTag("SqlError", (error) => Effect.as(Effect.logWarning("rate limit store unavailable; request admitted", error), [{ retry: 0 }])),
+        Effect.catchTag("SqlError", (error) =>
+          sqlState(error) === LOCK_NOT_AVAILABLE
+            // Another check held a key past the function's lock_timeout (0014): busy, not unavailable.
+            ? Effect.succeed([{ retry: LOCK_BUSY_RETRY_SECONDS }])
+            // A store that cannot be asked does not lock everyone out: admit, and say so.
+            : Effect.as(Effect.logWarning("rate limit store unavailable; request admitted", error), [{ retry: 0 }])),
         Effect.flatMap(([row]) => ((row?.retry ?? 0) > 0 ? Effect.fail(new RateLimited({ retryAfterSeconds: row!.retry })) : Effect.void))
       )
     }

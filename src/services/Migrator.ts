@@ -10,6 +10,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describeFailure } from "./DatabaseError.ts"
+import { APP_ROLES, DENIED_FUNCTION_NAMES, DENIED_FUNCTION_PREFIXES, LOGIN_ROLE_GRANTS, LOGIN_ROLES } from "./DeniedFunctions.ts"
 import { splitStatements } from "./SqlParser.ts"
 
 export class MigrationError extends Schema.TaggedError<MigrationError>()("MigrationError", {
@@ -92,4 +93,41 @@ export const migrate = Effect.fn("Migrator.migrate")(function*(migrations: Reado
     if (ran) applied.push(file)
   }
   return applied
+})
+
+/**
+ * After the numbered migrations: no Plinth role may execute a function the SQL guard denies
+ * (DeniedFunctions.ts), in any schema, whatever a migration, an extension or an administrator
+ * granted, except what the login roles keep on purpose (LOGIN_ROLE_GRANTS). Runs every time, so
+ * new functions of a denied name (an extension installed later) are caught on the next start;
+ * revokes only what is still granted, so a database already in order is not written to. Where the
+ * migrating role neither is a superuser nor owns a function (managed PostgreSQL), that revoke is
+ * impossible: it is skipped and counted in the result, for the caller to warn about.
+ */
+export const revokeDeniedFunctions = Effect.fn("Migrator.revokeDeniedFunctions")(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const roles = [...APP_ROLES, ...LOGIN_ROLES]
+  return yield* withLock(sql, Effect.gen(function*() {
+    const granted = yield* sql<{ fn: string; kept: boolean; revocable: boolean }>`
+      WITH kept AS (
+        SELECT to_regprocedure(f) AS oid FROM jsonb_array_elements_text(${JSON.stringify(LOGIN_ROLE_GRANTS)}::jsonb) AS f
+      )
+      SELECT DISTINCT p.oid::regprocedure::text AS fn, p.oid IN (SELECT oid FROM kept) AS kept,
+        (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) OR pg_catalog.pg_has_role(p.proowner, 'USAGE') AS revocable
+      FROM pg_catalog.pg_proc p
+      CROSS JOIN pg_catalog.pg_roles r
+      WHERE r.rolname IN (SELECT jsonb_array_elements_text(${JSON.stringify(roles)}::jsonb))
+        AND (p.proname IN (SELECT jsonb_array_elements_text(${JSON.stringify([...DENIED_FUNCTION_NAMES])}::jsonb))
+          OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(${JSON.stringify(DENIED_FUNCTION_PREFIXES)}::jsonb) AS prefix
+                     WHERE starts_with(p.proname::text, prefix)))
+        AND pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
+        AND NOT (p.oid IN (SELECT oid FROM kept) AND r.rolname IN (SELECT jsonb_array_elements_text(${JSON.stringify(LOGIN_ROLES)}::jsonb)))
+      ORDER BY 1`
+    for (const { fn, kept } of granted.filter((row) => row.revocable)) {
+      // The function as the catalog prints it (quoted where needed); the roles are constants.
+      const from = ["PUBLIC", ...(kept ? APP_ROLES : roles).map((role) => `"${role}"`)]
+      yield* sql.unsafe(`REVOKE EXECUTE ON FUNCTION ${fn} FROM ${from.join(", ")}`).unprepared
+    }
+    return { notRevocable: granted.filter((row) => !row.revocable).map((row) => row.fn) }
+  })).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(new MigrationError({ message: `cannot revoke denied functions: ${describeFailure(error)}` }))))
 })

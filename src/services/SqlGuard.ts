@@ -1,11 +1,13 @@
 /**
  * The parser check in front of POST /sql and /function/:name. PostgreSQL's own parser decides
- * what the text is: exactly one SELECT (without INTO), INSERT, UPDATE or DELETE passes, and no
- * call of a function on the denylist may appear anywhere in it. The database's privileges
- * (0004_sql_defence.sql) refuse the same things again, for whatever this check might miss.
+ * what the text is: exactly one SELECT (without INTO), INSERT, UPDATE or DELETE passes (its CTEs
+ * too), and no call of a function on the denylist (DeniedFunctions.ts) may appear anywhere in it.
+ * The database's privileges (0004_sql_defence.sql, and the migrator's revokes of that same list)
+ * refuse the same things again, for whatever this check might miss.
  */
 import { Context, Effect, type Exit, Layer, Schema } from "effect"
 import type { ParseResult } from "libpg-query"
+import { isDeniedFunction as isDenied } from "./DeniedFunctions.ts"
 import { parseSql, type SqlParseError } from "./SqlParser.ts"
 
 /** What the caller's statement is, as far as running it is concerned. */
@@ -25,31 +27,6 @@ export interface GuardedStatement {
 export class StatementRefused extends Schema.TaggedError<StatementRefused>()("StatementRefused", {
   message: Schema.String
 }) {}
-
-/**
- * Functions no caller may reach: the settings that carry role and claims, backend signalling,
- * NOTIFY, session-level advisory locks (they would outlive the request on a pooled connection),
- * SQL smuggled in as text, server files, large objects, replication and dblink.
- */
-const DENIED_FUNCTIONS = new Set([
-  "set_config",
-  "pg_terminate_backend", "pg_cancel_backend", "pg_signal_backend", "pg_reload_conf", "pg_rotate_logfile",
-  "pg_notify", "pg_listening_channels",
-  "pg_advisory_lock", "pg_advisory_lock_shared", "pg_try_advisory_lock", "pg_try_advisory_lock_shared",
-  "pg_advisory_unlock", "pg_advisory_unlock_shared", "pg_advisory_unlock_all",
-  "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
-  "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_file_write", "pg_file_unlink", "pg_file_rename",
-  "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir",
-  "loread", "lowrite",
-  "pg_logical_emit_message", "pg_switch_wal", "pg_create_restore_point", "pg_promote",
-  "pg_create_physical_replication_slot", "pg_create_logical_replication_slot", "pg_drop_replication_slot",
-  "pg_replication_origin_create", "pg_replication_origin_drop",
-  "dblink", "dblink_exec", "dblink_connect", "dblink_connect_u", "dblink_send_query",
-  // Full-text helpers that run a query given as text.
-  "ts_stat", "ts_rewrite"
-])
-
-const isDenied = (name: string) => DENIED_FUNCTIONS.has(name) || name.startsWith("lo_") || name.startsWith("dblink")
 
 const ALLOWED: Record<string, GuardedStatement["kind"]> = {
   SelectStmt: "SELECT",
@@ -100,38 +77,58 @@ const KIND_NAMES: Record<string, string> = {
 const kindName = (node: string): string =>
   KIND_NAMES[node] ?? node.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
 
-/** Every function called anywhere in a parse tree, as the parts of its name (`sys.create_table` → two). */
-const calledFunctions = (node: unknown, found: Array<ReadonlyArray<string>> = []): Array<ReadonlyArray<string>> => {
-  if (Array.isArray(node)) {
-    for (const item of node) calledFunctions(item, found)
-  } else if (typeof node === "object" && node !== null) {
-    for (const [key, value] of Object.entries(node)) {
-      if (key === "FuncCall") {
-        const parts = (value as { funcname?: ReadonlyArray<{ String?: { sval?: string } }> }).funcname ?? []
-        found.push(parts.map((part) => part.String?.sval ?? ""))
-      }
-      calledFunctions(value, found)
-    }
-  }
-  return found
+/** What the guard needs from a parse tree, gathered in one walk. */
+interface TreeFacts {
+  /** Every function called anywhere, as the parts of its name (`sys.create_table` → two). */
+  readonly called: Array<ReadonlyArray<string>>
+  /** The highest `$n` (0 when it has no parameters). */
+  highestParameter: number
+  /** The first system catalog a data-modifying statement (top level or in a CTE) targets. */
+  writtenCatalog: string | undefined
+  /** The first CTE whose statement is not a SELECT, INSERT, UPDATE or DELETE (MERGE), by node name. */
+  refusedCte: string | undefined
 }
 
-/** The highest `$n` in a parse tree (0 when it has no parameters). */
-const highestParameter = (node: unknown): number => {
-  let highest = 0
-  const stack: Array<unknown> = [node]
+const DATA_MODIFYING = new Set(["InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"])
+
+const catalogTarget = (statement: unknown): string | undefined => {
+  if (typeof statement !== "object" || statement === null) return undefined
+  const target = (statement as { relation?: { relname?: string; schemaname?: string } }).relation
+  const schema = target?.schemaname?.toLowerCase()
+  const name = target?.relname?.toLowerCase() ?? ""
+  return schema === "pg_catalog" || schema === "information_schema" || name.startsWith("pg_") ? `${schema ?? "pg_catalog"}.${name}` : undefined
+}
+
+/**
+ * Walks the tree with a stack of its own, depth first and in document order: a statement of a
+ * few thousand nested terms must not overflow the JavaScript stack.
+ */
+const treeFacts = (tree: unknown): TreeFacts => {
+  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined }
+  const stack: Array<readonly [string, unknown]> = [["", tree]]
   while (stack.length > 0) {
-    const current = stack.pop()
-    if (Array.isArray(current)) {
-      stack.push(...current)
-    } else if (typeof current === "object" && current !== null) {
-      for (const [key, value] of Object.entries(current)) {
-        if (key === "ParamRef") highest = Math.max(highest, Number((value as { number?: number }).number ?? 0))
-        else stack.push(value)
-      }
+    const [key, node] = stack.pop()!
+    if (key === "FuncCall") {
+      const parts = (node as { funcname?: ReadonlyArray<{ String?: { sval?: string } }> }).funcname ?? []
+      facts.called.push(parts.map((part) => part.String?.sval ?? ""))
+    } else if (key === "ParamRef") {
+      facts.highestParameter = Math.max(facts.highestParameter, Number((node as { number?: number }).number ?? 0))
+      continue
+    } else if (DATA_MODIFYING.has(key)) {
+      facts.writtenCatalog ??= catalogTarget(node)
+    } else if (key === "CommonTableExpr") {
+      const query = (node as { ctequery?: Record<string, unknown> }).ctequery ?? {}
+      const kind = Object.keys(query)[0]
+      if (kind !== undefined && ALLOWED[kind] === undefined) facts.refusedCte ??= kind
+    }
+    if (Array.isArray(node)) {
+      for (let index = node.length - 1; index >= 0; index--) stack.push(["", node[index]])
+    } else if (typeof node === "object" && node !== null) {
+      const entries = Object.entries(node)
+      for (let index = entries.length - 1; index >= 0; index--) stack.push(entries[index]!)
     }
   }
-  return highest
+  return facts
 }
 
 /** PostgreSQL 18's tree names it `returningClause` (with a `exprs` list); older ones `returningList`. */
@@ -139,28 +136,6 @@ const hasReturning = (body: Record<string, unknown>): boolean => {
   const clause = body["returningClause"] as { exprs?: ReadonlyArray<unknown> } | undefined
   const list = body["returningList"]
   return (clause?.exprs?.length ?? 0) > 0 || (Array.isArray(list) && list.length > 0)
-}
-
-/** The system catalog a data-modifying statement (top level or in a CTE) targets, if any. */
-const writtenCatalog = (node: unknown): string | undefined => {
-  if (Array.isArray(node)) {
-    for (const item of node) {
-      const found = writtenCatalog(item)
-      if (found !== undefined) return found
-    }
-  } else if (typeof node === "object" && node !== null) {
-    for (const [key, value] of Object.entries(node)) {
-      if ((key === "InsertStmt" || key === "UpdateStmt" || key === "DeleteStmt" || key === "MergeStmt") && typeof value === "object" && value !== null) {
-        const target = (value as { relation?: { relname?: string; schemaname?: string } }).relation
-        const schema = target?.schemaname?.toLowerCase()
-        const name = target?.relname?.toLowerCase() ?? ""
-        if (schema === "pg_catalog" || schema === "information_schema" || name.startsWith("pg_")) return `${schema ?? "pg_catalog"}.${name}`
-      }
-      const found = writtenCatalog(value)
-      if (found !== undefined) return found
-    }
-  }
-  return undefined
 }
 
 const classify = (result: ParseResult): Effect.Effect<GuardedStatement, StatementRefused> => {
@@ -176,16 +151,21 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
   if (kind === "SELECT" && body["intoClause"] !== undefined) {
     return Effect.fail(new StatementRefused({ message: "SELECT INTO statements are not allowed" }))
   }
-  const called = calledFunctions(tree)
+  const facts = treeFacts(tree)
+  // `WITH m AS (MERGE ...) SELECT ...` is a MERGE all the same.
+  if (facts.refusedCte !== undefined) {
+    return Effect.fail(new StatementRefused({ message: `${kindName(facts.refusedCte)} statements are not allowed` }))
+  }
+  const called = facts.called
   const denied = called.map((parts) => (parts.at(-1) ?? "").toLowerCase()).find(isDenied)
   if (denied !== undefined) return Effect.fail(new StatementRefused({ message: `function ${denied} is not allowed` }))
   // `UPDATE pg_settings SET setting = ...` is set_config by another name.
-  const catalog = writtenCatalog(tree)
+  const catalog = facts.writtenCatalog
   if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
   return Effect.succeed({
     kind,
     returnsRows: kind === "SELECT" || hasReturning(body),
-    parameters: highestParameter(tree),
+    parameters: facts.highestParameter,
     callsSys: called.some((parts) => parts.length === 2 && parts[0] === "sys")
   })
 }
@@ -219,7 +199,11 @@ export const makeSqlGuard = () => {
         cache.set(text, known)
         return yield* known
       }
-      const verdict = yield* parseSql(text).pipe(Effect.flatMap(classify), Effect.exit)
+      const verdict = yield* parseSql(text).pipe(
+        Effect.catchTag("SqlTooDeep", (error) => Effect.fail(new StatementRefused({ message: error.message }))),
+        Effect.flatMap(classify),
+        Effect.exit
+      )
       remember(text, verdict)
       return yield* verdict
     })
@@ -227,4 +211,4 @@ export const makeSqlGuard = () => {
 }
 
 /** Whether a bare function name is on the denylist (also used for /function/:name). */
-export const isDeniedFunction = (name: string): boolean => isDenied(name.toLowerCase())
+export const isDeniedFunction = (name: string): boolean => isDenied(name)

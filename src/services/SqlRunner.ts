@@ -130,8 +130,14 @@ const jsonRows = (maxBytes: number) => {
   const parts: Array<string> = []
   let bytes = 2
   return {
-    add: (row: unknown): Effect.Effect<void, ResponseTooLarge> => {
-      const json = JSON.stringify(row)
+    add: (row: unknown): Effect.Effect<void, ResponseTooLarge | UnsupportedResult> => {
+      let json: string
+      try {
+        json = JSON.stringify(row)
+      } catch {
+        // JSON.stringify recurses: a json value nested thousands deep overflows the stack.
+        return Effect.fail(new UnsupportedResult({ message: "a result value is nested too deeply to send as JSON; cast it to text" }))
+      }
       bytes += Buffer.byteLength(json) + 1
       if (bytes > maxBytes) return Effect.fail(new ResponseTooLarge({ limitBytes: maxBytes }))
       parts.push(json)

@@ -39,7 +39,6 @@ describe("what passes", () => {
     ["WITH d AS (DELETE FROM items WHERE id = $1 RETURNING *) SELECT * FROM d", { kind: "SELECT", returnsRows: true }],
     ["WITH i AS (INSERT INTO items (name) VALUES ('a') RETURNING id) SELECT id FROM i", { kind: "SELECT", returnsRows: true }],
     ["SELECT current_setting('app.user_id'), current_user", { kind: "SELECT", returnsRows: true }],
-    ["SELECT pg_advisory_xact_lock(1)", { kind: "SELECT", returnsRows: true }],
     ["SELECT 1;", { kind: "SELECT", returnsRows: true }],
     ["/* a comment */ SELECT 1 -- another", { kind: "SELECT", returnsRows: true }],
     ["INSERT INTO items (name) VALUES ($1)", { kind: "INSERT", returnsRows: false }],
@@ -97,6 +96,19 @@ describe("what is refused, and how the refusal reads", () => {
     ["SELECT pg_read_file('/etc/passwd')", "function pg_read_file is not allowed"],
     ["SELECT dblink_anything('x')", "function dblink_anything is not allowed"],
     ["SELECT pg_advisory_lock(1)", "function pg_advisory_lock is not allowed"],
+    // Issue #19: a transaction-level advisory lock held through /sql delayed the rate limiter.
+    ["SELECT pg_advisory_xact_lock(1)", "function pg_advisory_xact_lock is not allowed"],
+    ["SELECT pg_advisory_xact_lock(1, 2)", "function pg_advisory_xact_lock is not allowed"],
+    ["SELECT pg_advisory_xact_lock_shared(1)", "function pg_advisory_xact_lock_shared is not allowed"],
+    ["SELECT pg_try_advisory_xact_lock(1)", "function pg_try_advisory_xact_lock is not allowed"],
+    ["SELECT pg_catalog.pg_try_advisory_xact_lock_shared(1, 2)", "function pg_try_advisory_xact_lock_shared is not allowed"],
+    ["SELECT database_to_xml(true, true, '')", "function database_to_xml is not allowed"],
+    ["SELECT database_to_xmlschema(true, true, '')", "function database_to_xmlschema is not allowed"],
+    ["SELECT database_to_xml_and_xmlschema(true, true, '')", "function database_to_xml_and_xmlschema is not allowed"],
+    ["SELECT schema_to_xml('public', true, true, '')", "function schema_to_xml is not allowed"],
+    ["SELECT schema_to_xml_and_xmlschema('public', true, true, '')", "function schema_to_xml_and_xmlschema is not allowed"],
+    ["SELECT table_to_xml('items', true, true, '')", "function table_to_xml is not allowed"],
+    ["SELECT table_to_xmlschema('items', true, true, '')", "function table_to_xmlschema is not allowed"],
     ["COPY items TO STDOUT", "COPY statements are not allowed"],
     ["DO $$ BEGIN END $$", "DO statements are not allowed"],
     ["CALL p()", "CALL statements are not allowed"],
@@ -110,6 +122,10 @@ describe("what is refused, and how the refusal reads", () => {
     ["ALTER TABLE items ADD COLUMN x int", "ALTER TABLE statements are not allowed"],
     ["BEGIN", "transaction control statements are not allowed"],
     ["MERGE INTO items USING items s ON false WHEN NOT MATCHED THEN DO NOTHING", "MERGE statements are not allowed"],
+    ["WITH m AS (MERGE INTO items USING items s ON false WHEN NOT MATCHED THEN DO NOTHING RETURNING *) SELECT * FROM m", "MERGE statements are not allowed"],
+    ["WITH x AS (SELECT 1), m AS (MERGE INTO items USING x ON false WHEN NOT MATCHED THEN DO NOTHING) SELECT * FROM x", "MERGE statements are not allowed"],
+    ["SELECT * FROM (WITH m AS (MERGE INTO items USING items s ON false WHEN NOT MATCHED THEN DO NOTHING RETURNING 1) SELECT * FROM m) q", "MERGE statements are not allowed"],
+    ["INSERT INTO items (name) WITH m AS (MERGE INTO items USING items s ON false WHEN NOT MATCHED THEN DO NOTHING RETURNING 'x') SELECT * FROM m", "MERGE statements are not allowed"],
     ["  -- only a comment", "sql contains no statement"],
     [";", "sql contains no statement"]
   ])("%j: %s", async (text, message) => {
@@ -123,6 +139,33 @@ describe("what is refused, and how the refusal reads", () => {
     expect(await failure("SELECT * FORM items")).toMatchObject({ _tag: "SqlParseError", position: 10 })
     // The parser refuses empty text itself (POST /sql never lets it through: sql has a minimum length).
     expect(await failure("")).toBeInstanceOf(SqlParseError)
+  })
+})
+
+describe("deep statements (issue #19: the guard's recursive walks overflowed the stack)", () => {
+  const sum = (terms: number) => `SELECT ${Array.from({ length: terms }, () => "1").join("+")}`
+  const nested = (depth: number, inner = "1") => `SELECT ${"abs(".repeat(depth)}${inner}${")".repeat(depth)}`
+
+  it("attack: SELECT 1+1+… with 3,000 terms is judged, not a RangeError", async () => {
+    expect(await check(sum(3_000))).toMatchObject({ kind: "SELECT", returnsRows: true, parameters: 0 })
+  })
+
+  it("attack: 3,000 nested calls are judged, down to the innermost one", async () => {
+    expect(await check(nested(3_000, "$1"))).toMatchObject({ kind: "SELECT", parameters: 1 })
+    expect(await refusal(nested(3_000, "set_config('role', 'owner', true)::int"))).toBe("function set_config is not allowed")
+  })
+
+  it("a statement too deep for the parser itself is refused, and the parser keeps working after many", async () => {
+    for (let i = 0; i < 40; i++) {
+      // Each a new text, so that none is answered from the cache.
+      expect(await refusal(`${sum(20_000)} + ${i}`)).toBe("the statement is nested too deeply")
+      expect(await check(`SELECT ${i} AS n WHERE $1::int > 0`)).toMatchObject({ kind: "SELECT", parameters: 1 })
+    }
+    expect(await refusal("SELECT set_config('role', 'owner', true)")).toBe("function set_config is not allowed")
+  })
+
+  it("nesting past the parser's own limit is a syntax error with a position", async () => {
+    expect(await failure(nested(20_000))).toMatchObject({ _tag: "SqlParseError", message: expect.stringContaining("memory exhausted") })
   })
 })
 
