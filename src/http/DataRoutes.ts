@@ -130,7 +130,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
         context,
         `SELECT * FROM ${qualified}(${placeholders})`,
         args,
-        { kind: "SELECT", returnsRows: true, parameters: args.length, callsSys: false },
+        { kind: "SELECT", returnsRows: true, parameters: args.length, callsSys: false, writesInCte: false },
         config.sqlMaxResponseBytes
       )
     ))

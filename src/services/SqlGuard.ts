@@ -22,6 +22,11 @@ export interface GuardedStatement {
    * one way a caller changes the catalog, so the caches end once it commits (CatalogWatch).
    */
   readonly callsSys: boolean
+  /**
+   * A SELECT with a data-modifying CTE (`WITH d AS (DELETE ...) SELECT ...`): PostgreSQL allows it
+   * only at the top level, so it cannot be peeked at as a subquery.
+   */
+  readonly writesInCte: boolean
 }
 
 export class StatementRefused extends Schema.TaggedError<StatementRefused>()("StatementRefused", {
@@ -87,6 +92,8 @@ interface TreeFacts {
   writtenCatalog: string | undefined
   /** The first CTE whose statement is not a SELECT, INSERT, UPDATE or DELETE (MERGE), by node name. */
   refusedCte: string | undefined
+  /** A CTE is an INSERT, UPDATE or DELETE. */
+  writesInCte: boolean
 }
 
 const DATA_MODIFYING = new Set(["InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"])
@@ -104,7 +111,7 @@ const catalogTarget = (statement: unknown): string | undefined => {
  * few thousand nested terms must not overflow the JavaScript stack.
  */
 const treeFacts = (tree: unknown): TreeFacts => {
-  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined }
+  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false }
   const stack: Array<readonly [string, unknown]> = [["", tree]]
   while (stack.length > 0) {
     const [key, node] = stack.pop()!
@@ -120,6 +127,7 @@ const treeFacts = (tree: unknown): TreeFacts => {
       const query = (node as { ctequery?: Record<string, unknown> }).ctequery ?? {}
       const kind = Object.keys(query)[0]
       if (kind !== undefined && ALLOWED[kind] === undefined) facts.refusedCte ??= kind
+      else if (kind !== undefined && DATA_MODIFYING.has(kind)) facts.writesInCte = true
     }
     if (Array.isArray(node)) {
       for (let index = node.length - 1; index >= 0; index--) stack.push(["", node[index]])
@@ -166,7 +174,8 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
     kind,
     returnsRows: kind === "SELECT" || hasReturning(body),
     parameters: facts.highestParameter,
-    callsSys: called.some((parts) => parts.length === 2 && parts[0] === "sys")
+    callsSys: called.some((parts) => parts.length === 2 && parts[0] === "sys"),
+    writesInCte: facts.writesInCte
   })
 }
 

@@ -98,7 +98,7 @@ const runGuarded = Effect.fnUntraced(function*(
     return { rowsJson: "[]", rowCount: (yield* executePipelined(context, text, values)).rowCount } satisfies StatementResult
   }
   let longContext = context
-  if (statement.kind === "SELECT" && !longWay.has(text)) {
+  if (statement.kind === "SELECT" && !statement.writesInCte && !longWay.has(text)) {
     const started = performance.now()
     const peeked = yield* unsupportedResults(peekPipelined(context, text, values), maxResponseBytes)
     if (Option.isSome(peeked)) {
