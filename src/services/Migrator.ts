@@ -125,6 +125,7 @@ export const migrate = Effect.fn("Migrator.migrate")(function*(migrations: Reado
   })).pipe(Effect.mapError(failed("cannot prepare the migrations table")))
 
   const applied: Array<string> = []
+  const rewrites: Array<string> = []
   for (const migration of migrations) {
     const file = `${String(migration.version).padStart(4, "0")}_${migration.name}.sql`
     const statements = yield* splitStatements(migration.text).pipe(
@@ -142,6 +143,7 @@ export const migrate = Effect.fn("Migrator.migrate")(function*(migrations: Reado
           return yield* new MigrationError({ message: `${file} was changed after it was applied; add a new migration instead` })
         }
         yield* sql`UPDATE plinth.schema_migrations SET checksum = ${migration.checksum} WHERE version = ${migration.version}`
+        rewrites.push(file)
         return false
       }
       for (const statement of statements) yield* sql.unsafe(statement).unprepared
@@ -150,6 +152,9 @@ export const migrate = Effect.fn("Migrator.migrate")(function*(migrations: Reado
       return true
     })).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failed(file)(error))))
     if (ran) applied.push(file)
+  }
+  if (rewrites.length > 0) {
+    yield* Effect.logInfo(`recorded the rewritten text of ${rewrites.join(", ")} (their functions moved to sql/sys/)`)
   }
   return applied
 })
