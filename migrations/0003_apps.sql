@@ -1,5 +1,6 @@
 -- The app registry (spec §2.6): each app is a schema of its own. X-App-Schema is resolved here;
--- the management functions of sys.create_app & co. come with the managed-schema migrations.
+-- the management functions of sys.create_app & co. and the trigger that announces a change are in
+-- sql/sys/ (06_apps.sql, 02_management.sql).
 
 CREATE TABLE sys.apps (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -16,16 +17,3 @@ ALTER TABLE sys.apps ENABLE ROW LEVEL SECURITY;
 GRANT USAGE ON SCHEMA sys TO authenticator;
 GRANT SELECT (id, schema_name) ON sys.apps TO authenticator, chat_authenticator;
 CREATE POLICY apps_resolve ON sys.apps FOR SELECT TO authenticator, chat_authenticator USING (true);
-
--- Every change tells the services to drop what they cached about the catalog (channel plinth_catalog).
--- SECURITY DEFINER: pg_notify is not for app roles (0004_sql_defence.sql).
-CREATE FUNCTION sys.notify_catalog_changed() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-  PERFORM pg_notify('plinth_catalog', 'apps');
-  RETURN NULL;
-END
-$$;
-REVOKE ALL ON FUNCTION sys.notify_catalog_changed() FROM PUBLIC;
-CREATE TRIGGER apps_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sys.apps
-FOR EACH STATEMENT EXECUTE FUNCTION sys.notify_catalog_changed();

@@ -24,14 +24,8 @@ CREATE POLICY own_rows ON sys.messages FOR SELECT
     WHERE c.id = conversation_id AND c.user_id = nullif(current_setting('app.user_id', true), '')::uuid
   ));
 
--- The views keep their owner's rights (owner and admin get no privilege on the tables themselves,
--- so a tool's SELECT on sys.conversations stays denied), and as security barriers their WHERE runs
--- before any condition of the caller's, also where the owner is a superuser that RLS does not bind.
-ALTER VIEW public.conversations SET (security_barrier = true);
-ALTER VIEW public.messages SET (security_barrier = true);
-
--- Only owners and admins have conversations (the chat service refuses the other roles).
-REVOKE ALL ON public.conversations, public.messages FROM staff, member, anon;
+-- The views public.conversations and public.messages (sql/sys/09_chat.sql) are security barriers
+-- that only owners and admins may read.
 
 -- ---------------------------------------------------------------------------------------------
 -- UI metadata (finding 11)

@@ -249,7 +249,7 @@ const SHARED_SWEEP_INTERVAL = Duration.minutes(5)
 
 /**
  * The store shared by every replica (RATE_LIMIT_STORE=postgres): one atomic database call per
- * check (plinth.rate_limit_check, migration 0010), so a mailbox's fourth request is refused
+ * check (plinth.rate_limit_check, sql/sys/10_rate_limits.sql), so a mailbox's fourth request is refused
  * whichever replica it reaches. Same semantics as the in-memory actor.
  */
 export const makeSharedRateLimiter = Effect.fn("RateLimiter.makeShared")(function*(sql: SqlClient.SqlClient) {

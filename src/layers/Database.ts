@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { describeFailure } from "../services/DatabaseError.ts"
-import { migrate, readMigrations, revokeDeniedFunctions } from "../services/Migrator.ts"
+import { applySysSql, migrate, readMigrations, readSysSql, revokeDeniedFunctions } from "../services/Migrator.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { InvalidConfig, PlinthConfig } from "../services/PlinthConfig.ts"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
@@ -49,16 +49,25 @@ export const ensureDatabase = Effect.fn("Database.ensure")(function*(serverUrl: 
 })
 
 /**
- * Applies pending migrations with an administrator's URL, then revokes what the SQL guard denies
- * (every run, also when nothing was pending); returns the files applied.
+ * Applies pending migrations with an administrator's URL, then the sys SQL files that changed (the
+ * functions, views and triggers of `sql/sys/`), then revokes what the SQL guard denies (every run,
+ * also when nothing was pending); returns the migration files applied.
  */
 export const migrateDatabase = Effect.fn("Database.migrate")(function*(adminUrl: string) {
   const migrations = yield* readMigrations()
-  return yield* withDatabase(adminUrl, Effect.tap(migrate(migrations), () =>
-    Effect.flatMap(revokeDeniedFunctions(), ({ notRevocable }) =>
-      notRevocable.length === 0 ? Effect.void : Effect.logWarning(
+  const sysFiles = yield* readSysSql()
+  return yield* withDatabase(adminUrl, Effect.gen(function*() {
+    const applied = yield* migrate(migrations)
+    const sysApplied = yield* applySysSql(sysFiles)
+    if (sysApplied.length > 0) yield* Effect.logInfo(`applied sys SQL: ${sysApplied.join(", ")}`)
+    const { notRevocable } = yield* revokeDeniedFunctions()
+    if (notRevocable.length > 0) {
+      yield* Effect.logWarning(
         `${notRevocable.length} functions the SQL guard refuses stay executable by Plinth's roles: the migrating role does not own them, so only the guard keeps callers from them (${notRevocable.slice(0, 5).join(", ")}${notRevocable.length > 5 ? ", ..." : ""})`
-      )))).pipe(
+      )
+    }
+    return applied
+  })).pipe(
     Effect.catchTag("SqlError", setupFailed("cannot connect to migrate"))
   )
 })

@@ -107,7 +107,7 @@ const memoryClaims = (guard: ReplayGuard): ClaimStore => ({
 })
 
 /**
- * Claims in PostgreSQL (plinth.challenge_claim, migration 0011), one atomic call each, so a token
+ * Claims in PostgreSQL (plinth.challenge_claim, sql/sys/11_challenge_claims.sql), one atomic call each, so a token
  * is accepted once whichever replica sees it. A store that cannot be asked claims nothing: the
  * request is refused, as a sign-in could not proceed without the database anyway.
  */

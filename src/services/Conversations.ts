@@ -94,7 +94,7 @@ export type TurnStart =
   | { readonly kind: "chat"; readonly content: string }
   | { readonly kind: "continue" }
 
-/** What sys.begin_turn answers (migrations/0013_begin_turn.sql). */
+/** What sys.begin_turn answers (sql/sys/09_chat.sql). */
 type BeganTurn =
   | { readonly not_found: true }
   | { readonly refused: string }

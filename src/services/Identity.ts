@@ -1,6 +1,6 @@
 /**
- * Sign-in, invitations, passwords and email changes, through the `sys` functions of migrations
- * 0002 and 0016. Each call runs as the role spec §5.8 names (anon, or the caller's), so the
+ * Sign-in, invitations, passwords and email changes, through the `sys` functions of
+ * sql/sys/01_identity.sql. Each call runs as the role spec §5.8 names (anon, or the caller's), so the
  * database's own privileges decide who may do what; this module only turns the answers into typed
  * results.
  */

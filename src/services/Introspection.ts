@@ -1,6 +1,6 @@
 /**
  * POST / (spec §2.5): the schema as the caller's role sees it, from sys.introspect() and
- * sys.table_stats() (migration 0006). The first is the same for every user of a role and app, so
+ * sys.table_stats() (sql/sys/07_introspection.sql). The first is the same for every user of a role and app, so
  * it is cached until the catalog changes; row counts pass through row-level security and are
  * read on every call. Each is one pipelined round trip as the caller (StatementConnections).
  */

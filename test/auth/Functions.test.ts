@@ -1,5 +1,5 @@
 /**
- * The identity functions of migrations 0002 and 0016 at the database level: who may call what
+ * The identity functions of sql/sys/01_identity.sql at the database level: who may call what
  * (spec §5.8 "Runs as"), that the tables are out of every app role's reach, and sys.update_profile.
  */
 import { Effect } from "effect"

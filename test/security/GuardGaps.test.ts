@@ -13,7 +13,7 @@ import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../
 import { query, runSql } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 
-/** The lock key namespace of plinth.rate_limit_check (migration 0010). */
+/** The lock key namespace of plinth.rate_limit_check (sql/sys/10_rate_limits.sql). */
 const RATE_LIMIT_LOCK_SPACE = 7270002
 
 let stack: AuthStack
