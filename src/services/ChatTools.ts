@@ -13,7 +13,7 @@ import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
-import { callPipelined, executePipelined, selectPipelined } from "./StatementConnections.ts"
+import { callPipelined, executePipelined, selectPipelined } from "./AsCaller.ts"
 
 /** How a tool call completes: by running, at once with a fixed result, or running unseen (select_data). */
 export type ToolMode = "execute" | "complete" | "query"

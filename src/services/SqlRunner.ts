@@ -1,13 +1,13 @@
 /**
- * Runs one guarded statement for a caller: in the request transaction (RequestContext), pipelined
- * (StatementConnections), with the request's JSON values as bind parameters, and with the result
+ * Runs one guarded statement for a caller: in the caller's transaction, pipelined, peeked at first
+ * when it is a SELECT (AsCaller), with the request's JSON values as bind parameters, and with the result
  * written straight to JSON text as the rows stream in, so that a result over the size limit fails
  * early instead of filling memory.
  */
 import { Duration, Effect, Option, Schema, Stream } from "effect"
 import { changingCatalog } from "./CatalogWatch.ts"
 import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext } from "./RequestContext.ts"
-import { executePipelined, peekPipelined, withPipelinedTransaction } from "./StatementConnections.ts"
+import { executePipelined, peekPipelined, withPipelinedTransaction } from "./AsCaller.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
 
