@@ -17,7 +17,7 @@ import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
-import { quoteIdentifier } from "../services/SqlIdentifier.ts"
+import { QUALIFIED_NAME, quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { StatementAdmission, type StatementsBusy } from "../services/StatementAdmission.ts"
 import { type ResponseTooLarge, runStatement, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
@@ -27,8 +27,6 @@ import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 import { jsonBody } from "./Validation.ts"
 
-/** `schema.name` or `name`, each an unquoted-style identifier PostgreSQL would accept. */
-const FUNCTION_NAME = /^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,62})$/
 /** Reached through POST /sql (sys) or not at all (the catalogs). */
 const BLOCKED_SCHEMAS = new Set(["sys", "pg_catalog", "information_schema", "plinth", "extensions"])
 const FUNCTION_PREFIX = "/function/"
@@ -114,7 +112,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const principal = yield* caller(request)
     const args = yield* functionBody(request)
-    const match = FUNCTION_NAME.exec(functionName(request))
+    const match = QUALIFIED_NAME.exec(functionName(request))
     if (match === null) return yield* new BadRequest({ error: "invalid function name" })
     const [, schema, name] = match
     if (schema !== undefined && BLOCKED_SCHEMAS.has(schema.toLowerCase())) {

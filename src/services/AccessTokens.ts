@@ -7,11 +7,12 @@
  */
 import { Context, Duration, Effect, Redacted, Schema } from "effect"
 import { errors, jwtVerify, SignJWT } from "jose"
+import { UUID } from "./Uuid.ts"
 
 export const AppRole = Schema.Literals(["owner", "admin", "staff", "member"])
 export type AppRole = typeof AppRole.Type
 
-const Uuid = Schema.String.pipe(Schema.check(Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i)))
+const Uuid = Schema.String.pipe(Schema.check(Schema.isPattern(UUID)))
 
 export const Claims = Schema.Struct({
   sub: Uuid,

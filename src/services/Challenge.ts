@@ -140,7 +140,7 @@ type Outcome =
   | { readonly _tag: "NoVerdict"; readonly why: string }
 
 /** What went wrong, in words that cannot contain the token or the secret (both travel in the request body). */
-const describeFailure = (error: HttpClientError.HttpClientError | Schema.SchemaError | Cause.TimeoutError): string => {
+const whyNoVerdict = (error: HttpClientError.HttpClientError | Schema.SchemaError | Cause.TimeoutError): string => {
   if (Cause.isTimeoutError(error)) return `no answer within ${VERIFY_TIMEOUT}`
   if (Schema.isSchemaError(error)) return "unexpected answer"
   switch (error.reason._tag) {
@@ -187,7 +187,7 @@ const makeVerify = (options: VerifyOptions) => {
       // Over the whole exchange, body included: a service that stalls mid-answer is as bad as a silent one.
       Effect.timeout(VERIFY_TIMEOUT),
       Effect.map((answer): Outcome => ({ _tag: "Verdict", success: answer.success, errorCodes: answer["error-codes"] ?? [] })),
-      Effect.catch((error) => Effect.succeed<Outcome>({ _tag: "NoVerdict", why: describeFailure(error) }))
+      Effect.catch((error) => Effect.succeed<Outcome>({ _tag: "NoVerdict", why: whyNoVerdict(error) }))
     )
 
   return Effect.fn("Challenge.verify")(function*(token: string | undefined, remoteIp: string | undefined) {

@@ -72,9 +72,9 @@ export class Model extends Context.Service<Model, {
             tools: [...request.tools],
             stream: true
           }, { signal: controller.signal }),
-        catch: describeFailure
+        catch: asModelError
       })
-      return Stream.fromAsyncIterable(events as AsyncIterable<RawMessageStreamEvent>, describeFailure).pipe(
+      return Stream.fromAsyncIterable(events as AsyncIterable<RawMessageStreamEvent>, asModelError).pipe(
         Stream.onEnd(Effect.sync(() => (ended = true))),
         Stream.mapAccum(() => new Map<number, { id: string; name: string; json: string }>(), toModelEvents)
       )
@@ -93,7 +93,7 @@ export class Model extends Context.Service<Model, {
                 content: `Write a title of at most six words for a conversation that starts with the message below. Answer with the title only.\n\n${text.slice(0, 2000)}`
               }]
             }),
-          catch: describeFailure
+          catch: asModelError
         }).pipe(
           Effect.map((message) => {
             const title = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("").trim().replace(/^["']|["']$/g, "")
@@ -106,7 +106,7 @@ export class Model extends Context.Service<Model, {
 }
 
 /** The SDK's failure, as one line without the request (it never carries the key). */
-const describeFailure = (cause: unknown): ModelError => {
+const asModelError = (cause: unknown): ModelError => {
   if (cause instanceof Anthropic.APIError) {
     return new ModelError({ message: `the AI model failed (${cause.status ?? "stream"}): ${cause.message}`.slice(0, 500) })
   }
