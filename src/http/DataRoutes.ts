@@ -19,7 +19,7 @@ import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { QUALIFIED_NAME, quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { StatementAdmission, type StatementsBusy } from "../services/StatementAdmission.ts"
-import { type ResponseTooLarge, runStatement, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
+import { type ResponseTooLarge, SqlRunner, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
 import { Params, SqlPayload } from "./DataApi.ts"
 import { BadRequest, databaseErrorResponse, Forbidden, TooManyRequests, Unavailable } from "./Errors.ts"
@@ -52,6 +52,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   const guard = yield* SqlGuard
   const tokens = yield* AccessTokens
   const admission = yield* StatementAdmission
+  const runner = yield* SqlRunner
   const sqlBody = jsonBody(SqlPayload)
   const functionBody = jsonBody(Params)
   const caller = (request: HttpServerRequest.HttpServerRequest) => authenticate(tokens, bearerCredential(request.headers.authorization))
@@ -94,7 +95,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const context = yield* resolveRequestContext(principal, request)
     return yield* admission.admit(
       admissionKey(yield* CurrentTenant, principal.userId),
-      runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+      runner.run(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
     )
   })
 
@@ -124,7 +125,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const context = yield* resolveRequestContext(principal, request)
     return yield* answer(admission.admit(
       admissionKey(yield* CurrentTenant, principal.userId),
-      runStatement(
+      runner.run(
         context,
         `SELECT * FROM ${qualified}(${placeholders})`,
         args,

@@ -17,6 +17,7 @@ import { Model } from "../services/Model.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { warnWithoutTempFileLimit } from "../services/ResourceLimits.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
+import { SqlRunner } from "../services/SqlRunner.ts"
 import { StatementAdmission } from "../services/StatementAdmission.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
 import { requireUrl } from "./Database.ts"
@@ -40,7 +41,7 @@ const RateLimiterLive = sharedStore(RateLimiter.layer, (sql) => Layer.effect(Rat
 const ChallengeLive = sharedStore(Challenge.layer, (sql) => Challenge.layerWith(sharedClaims(sql)))
 
 /** What the main service's handlers stand on, besides the tenant of each request. */
-const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer, StatementAdmission.layer)
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer, SqlRunner.layer, StatementAdmission.layer)
 
 /** One warning at start, off the start-up path, when callers' statements have no bound on temporary files. */
 const TempFileLimitCheck = Layer.effectDiscard(Effect.gen(function*() {
