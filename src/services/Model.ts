@@ -1,12 +1,12 @@
 /**
  * The AI model behind the chat service: Anthropic's streaming Messages API through the official
  * SDK (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). A reply is a stream of text
- * pieces and complete tool calls; without a key, every reply fails with a clear error instead.
+ * pieces and complete tool calls; without a key, every reply fails with a clear error instead
+ * (src/layers/Integrations.ts chooses).
  */
 import Anthropic from "@anthropic-ai/sdk"
 import type { MessageParam, RawMessageStreamEvent, Tool } from "@anthropic-ai/sdk/resources/messages"
-import { Context, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
-import { PlinthConfig } from "./PlinthConfig.ts"
+import { Context, Effect, Option, Redacted, Schema, Stream } from "effect"
 
 export type { MessageParam, Tool }
 
@@ -31,24 +31,20 @@ export class Model extends Context.Service<Model, {
   /** A short title for a conversation that starts with `text`; never fails (falls back to the text). */
   readonly title: (text: string) => Effect.Effect<string>
 }>()("plinth/Model") {
-  static readonly layer = Layer.effect(Model, Effect.gen(function*() {
-    const config = yield* PlinthConfig
-    const fallbackTitle = (text: string) => {
-      const line = text.trim().split("\n")[0] ?? ""
-      return line.length > 60 ? `${line.slice(0, 57)}...` : line || "New conversation"
-    }
-    if (Option.isNone(config.anthropicApiKey)) {
-      return Model.of({
-        reply: () => Stream.fail(new ModelError({ message: "no AI model is configured: set ANTHROPIC_API_KEY" })),
-        title: (text) => Effect.succeed(fallbackTitle(text))
-      })
-    }
+  /** Without ANTHROPIC_API_KEY: every reply fails with an error saying so. */
+  static readonly unconfigured = Model.of({
+    reply: () => Stream.fail(new ModelError({ message: "no AI model is configured: set ANTHROPIC_API_KEY" })),
+    title: (text) => Effect.succeed(fallbackTitle(text))
+  })
+
+  /** Anthropic's streaming Messages API through the SDK. */
+  static readonly anthropic = (settings: AnthropicSettings) => {
     const client = new Anthropic({
-      apiKey: Redacted.value(config.anthropicApiKey.value),
-      ...(Option.isSome(config.anthropicBaseUrl) ? { baseURL: config.anthropicBaseUrl.value.toString().replace(/\/$/, "") } : {}),
+      apiKey: Redacted.value(settings.apiKey),
+      ...(Option.isSome(settings.baseUrl) ? { baseURL: settings.baseUrl.value.toString().replace(/\/$/, "") } : {}),
       timeout: REQUEST_TIMEOUT_MS
     })
-    const model = config.anthropicModel
+    const model = settings.model
 
     // Defined once, not as a generator written inline per call (StatementConnections' roundTrip says why).
     const openReply = Effect.fnUntraced(function*(request: ReplyRequest) {
@@ -102,7 +98,18 @@ export class Model extends Context.Service<Model, {
           Effect.orElseSucceed(() => fallbackTitle(text))
         )
     })
-  }))
+  }
+}
+
+export interface AnthropicSettings {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly baseUrl: Option.Option<URL>
+  readonly model: string
+}
+
+const fallbackTitle = (text: string) => {
+  const line = text.trim().split("\n")[0] ?? ""
+  return line.length > 60 ? `${line.slice(0, 57)}...` : line || "New conversation"
 }
 
 /** The SDK's failure, as one line without the request (it never carries the key). */
