@@ -25,6 +25,8 @@ import {
   type StoppablePostgres,
   timedRequest
 } from "./faults.ts"
+import { sleepingStatements } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 
 const SQL_TIMEOUT_MS = 2_000
 /** What "quickly" allows on top of SQL_TIMEOUT (a loaded CI machine, the HTTP round trip). */
@@ -183,7 +185,7 @@ describe("PostgreSQL stopped and restarted under a load of POST /sql", () => {
 
     // Two statements that are certainly running when the server shuts down (well within SQL_TIMEOUT).
     const sleeping = [sqlRequest("SELECT pg_sleep(1.5)"), sqlRequest("SELECT pg_sleep(1.5)")]
-    await sleep(300)
+    await eventually(async () => (await sleepingStatements(pg.adminUrl)) === 2, 1_000, 20)
     at.stopBegin = clock()
     await pg.stop()
     at.stopEnd = clock()
