@@ -4,8 +4,8 @@
  * structured shape of spec §7.
  *
  * They are Plinth's hot path, so they are plain router routes, not HttpApi handlers: HttpApi's
- * per-request pipeline (its middleware wrappers, payload decoder and context provision) cost
- * 25–50 µs of a ~250 µs request (measured, the same handler served both ways). They answer as
+ * per-request pipeline (its middleware wrappers, payload decoder and context provision) was a
+ * tenth to a fifth of such a request (docs/performance-notes.md). They answer as
  * HttpApi's routes do (401, then 415, then `invalid body: ...`; Validation.ts), and DataApi still
  * defines them for /openapi.json.
  */
@@ -83,7 +83,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
         }))
     })
 
-  // Defined once, not as a generator written inline per request (StatementConnections' roundTrip says why).
+  // Defined once, not as a generator written inline per request (see the top of this file).
   const guarded = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, principal: Principal, payload: typeof SqlPayload.Type) {
     const statement = yield* guard.check(payload.sql).pipe(
       Effect.catchTag("StatementRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))

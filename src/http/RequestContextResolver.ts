@@ -12,7 +12,7 @@ import type { RequestContext } from "../services/RequestContext.ts"
 import { PLAIN_NAME } from "../services/SqlIdentifier.ts"
 import { BadRequest } from "./Errors.ts"
 
-// On every request: untraced (Effect.fn's span costs ~4 µs a call; README, Performance).
+// On every request: untraced, since a span nothing reads is a cost per call (docs/performance-notes.md).
 export const resolveRequestContext = Effect.fnUntraced(
   function*(principal: Principal, request: HttpServerRequest.HttpServerRequest) {
     const config = yield* PlinthConfig

@@ -46,13 +46,13 @@ export class Model extends Context.Service<Model, {
     })
     const model = settings.model
 
-    // Defined once, not as a generator written inline per call (StatementConnections' roundTrip says why).
+    // Defined once, not as a generator written inline per call (docs/performance-notes.md says why).
     const openReply = Effect.fnUntraced(function*(request: ReplyRequest) {
       const controller = new AbortController()
       let ended = false
       // A request still open when its stream is let go (interrupted, failed on the way, or no
-      // longer read) is cut. One that ended has nothing to cut: aborting it anyway built a
-      // DOMException, stack and all, per model call (1.5 % of a chat turn's CPU).
+      // longer read) is cut. One that ended has nothing to cut, and aborting it anyway would build
+      // a DOMException, stack and all, per model call.
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           if (!ended) controller.abort()
