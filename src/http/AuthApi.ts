@@ -2,13 +2,14 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { AppRole } from "../services/AccessTokens.ts"
+import { MAX_TOKEN_LENGTH } from "../services/Challenge.ts"
 import { Authentication } from "./Authentication.ts"
 import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from "./Errors.ts"
 
 /** Bounded like the column that stores it. */
 const Email = Schema.String.pipe(Schema.check(Schema.isMaxLength(320), Schema.isPattern(/^[^@\s]+@[^@\s]+$/)))
-/** Turnstile tokens are at most 2048 characters; optional because no challenge may be configured. */
-const ChallengeToken = Schema.optionalKey(Schema.String.pipe(Schema.check(Schema.isMaxLength(2048))))
+/** Bounded like a Turnstile token; optional because no challenge may be configured. */
+const ChallengeToken = Schema.optionalKey(Schema.String.pipe(Schema.check(Schema.isMaxLength(MAX_TOKEN_LENGTH))))
 
 export const SignedInUser = Schema.Struct({
   id: Schema.String,

@@ -4,8 +4,8 @@
  * structured shape of spec §7.
  *
  * They are Plinth's hot path, so they are plain router routes, not HttpApi handlers: HttpApi's
- * per-request pipeline (its middleware wrappers, payload decoder and context provision) cost
- * 25–50 µs of a ~250 µs request (measured, the same handler served both ways). They answer as
+ * per-request pipeline (its middleware wrappers, payload decoder and context provision) was a
+ * tenth to a fifth of such a request (docs/performance-notes.md). They answer as
  * HttpApi's routes do (401, then 415, then `invalid body: ...`; Validation.ts), and DataApi still
  * defines them for /openapi.json.
  */
@@ -17,9 +17,9 @@ import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
-import { quoteIdentifier } from "../services/SqlIdentifier.ts"
+import { QUALIFIED_NAME, quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { StatementAdmission, type StatementsBusy } from "../services/StatementAdmission.ts"
-import { type ResponseTooLarge, runStatement, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
+import { type ResponseTooLarge, SqlRunner, type StatementResult, type UnsupportedResult } from "../services/SqlRunner.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
 import { Params, SqlPayload } from "./DataApi.ts"
 import { BadRequest, databaseErrorResponse, Forbidden, TooManyRequests, Unavailable } from "./Errors.ts"
@@ -27,8 +27,6 @@ import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 import { jsonBody } from "./Validation.ts"
 
-/** `schema.name` or `name`, each an unquoted-style identifier PostgreSQL would accept. */
-const FUNCTION_NAME = /^(?:([A-Za-z_][A-Za-z0-9_]{0,62})\.)?([A-Za-z_][A-Za-z0-9_]{0,62})$/
 /** Reached through POST /sql (sys) or not at all (the catalogs). */
 const BLOCKED_SCHEMAS = new Set(["sys", "pg_catalog", "information_schema", "plinth", "extensions"])
 const FUNCTION_PREFIX = "/function/"
@@ -54,6 +52,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   const guard = yield* SqlGuard
   const tokens = yield* AccessTokens
   const admission = yield* StatementAdmission
+  const runner = yield* SqlRunner
   const sqlBody = jsonBody(SqlPayload)
   const functionBody = jsonBody(Params)
   const caller = (request: HttpServerRequest.HttpServerRequest) => authenticate(tokens, bearerCredential(request.headers.authorization))
@@ -84,7 +83,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
         }))
     })
 
-  // Defined once, not as a generator written inline per request (StatementConnections' roundTrip says why).
+  // Defined once, not as a generator written inline per request (see the top of this file).
   const guarded = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, principal: Principal, payload: typeof SqlPayload.Type) {
     const statement = yield* guard.check(payload.sql).pipe(
       Effect.catchTag("StatementRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
@@ -96,7 +95,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const context = yield* resolveRequestContext(principal, request)
     return yield* admission.admit(
       admissionKey(yield* CurrentTenant, principal.userId),
-      runStatement(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+      runner.run(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
     )
   })
 
@@ -114,7 +113,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const principal = yield* caller(request)
     const args = yield* functionBody(request)
-    const match = FUNCTION_NAME.exec(functionName(request))
+    const match = QUALIFIED_NAME.exec(functionName(request))
     if (match === null) return yield* new BadRequest({ error: "invalid function name" })
     const [, schema, name] = match
     if (schema !== undefined && BLOCKED_SCHEMAS.has(schema.toLowerCase())) {
@@ -126,7 +125,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const context = yield* resolveRequestContext(principal, request)
     return yield* answer(admission.admit(
       admissionKey(yield* CurrentTenant, principal.userId),
-      runStatement(
+      runner.run(
         context,
         `SELECT * FROM ${qualified}(${placeholders})`,
         args,

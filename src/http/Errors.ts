@@ -5,7 +5,7 @@
  * Every error class here is `Respondable`, so whichever route raises it (an HttpApi endpoint or a
  * plain router route), the same response goes out.
  */
-import { Effect, Schema } from "effect"
+import { type Cause, Effect, Schema } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { SqlError } from "effect/sql"
 import { type DatabaseErrorFields, databaseErrorFields, scrubQuotedValue, sqlState } from "../services/DatabaseError.ts"
@@ -21,32 +21,31 @@ const plainResponse = (status: number, error: string, headers?: Record<string, s
 
 const PlainFields = { error: Schema.String }
 
-export class BadRequest extends Schema.Error<BadRequest>("BadRequest")(PlainFields, { httpApiStatus: 400 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(400, this.error)) }
+/** The `{ error }` response of an error class of `status`, the same whichever route raises it. */
+// `any` as a mixin requires of its base's constructor arguments; not exported.
+const respondsPlain = <Base extends abstract new(...args: Array<any>) => { readonly error: string }>(base: Base, status: number) => {
+  abstract class Plain extends base {
+    [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(status, this.error)) }
+  }
+  return Plain
 }
-export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(PlainFields, { httpApiStatus: 401 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(401, this.error)) }
-}
-export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(PlainFields, { httpApiStatus: 403 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(403, this.error)) }
-}
-export class NotFound extends Schema.Error<NotFound>("NotFound")(PlainFields, { httpApiStatus: 404 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(404, this.error)) }
-}
-export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(PlainFields, { httpApiStatus: 415 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(415, this.error)) }
-}
+
+/** A `{ error }` error class of `status`, documented with that status in `/openapi.json`. */
+const plainError = <Self>(identifier: string, status: number) =>
+  respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status }) as PlainErrorBase<Self>, status)
+
+type PlainErrorBase<Self> = Schema.Class<Self, Schema.Struct<typeof PlainFields>, Cause.YieldableError>
+
+export class BadRequest extends plainError<BadRequest>("BadRequest", 400) {}
+export class Unauthorized extends plainError<Unauthorized>("Unauthorized", 401) {}
+export class Forbidden extends plainError<Forbidden>("Forbidden", 403) {}
+export class NotFound extends plainError<NotFound>("NotFound", 404) {}
+export class UnsupportedMediaType extends plainError<UnsupportedMediaType>("UnsupportedMediaType", 415) {}
+export class Conflict extends plainError<Conflict>("Conflict", 409) {}
+export class BadGateway extends plainError<BadGateway>("BadGateway", 502) {}
+export class Unavailable extends plainError<Unavailable>("Unavailable", 503) {}
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({}, { httpApiStatus: 413 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(413, statusMessage(413))) }
-}
-export class Conflict extends Schema.Error<Conflict>("Conflict")(PlainFields, { httpApiStatus: 409 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(409, this.error)) }
-}
-export class BadGateway extends Schema.Error<BadGateway>("BadGateway")(PlainFields, { httpApiStatus: 502 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(502, this.error)) }
-}
-export class Unavailable extends Schema.Error<Unavailable>("Unavailable")(PlainFields, { httpApiStatus: 503 }) {
-  [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(503, this.error)) }
 }
 
 export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyRequests")({

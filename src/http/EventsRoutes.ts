@@ -65,10 +65,9 @@ export interface StreamConnection {
  * One client's stream, as the tenant's actor sees it: no fiber, queue or body per stream (with ten
  * thousand streams, those were most of the memory and of a change's latency). What the actor hands
  * over is held until its `flush` and then written to the connection in one write, so that a burst
- * of events goes out at once (measured: a burst of 20 changes to 10,000 streams took 2.6 s written
- * one by one). Before the connection is taken from node:http (`start`), events are held too. A
- * stream whose connection holds MAX_BUFFERED_BYTES unsent is let go (it ends; the client
- * reconnects and refetches).
+ * of events goes out at once rather than one write per event (docs/performance-notes.md). Before
+ * the connection is taken from node:http (`start`), events are held too. A stream whose connection
+ * holds MAX_BUFFERED_BYTES unsent is let go (it ends; the client reconnects and refetches).
  */
 export class EventStream implements Subscriber {
   private connection: StreamConnection | undefined
@@ -127,7 +126,7 @@ const bearerToken = (request: HttpServerRequest.HttpServerRequest): string =>
  * The stream lives as long as its connection, not as its request: its place at the tenant's actor
  * and its hold on the tenant are in a scope of its own, closed when the connection closes. The
  * request ends once the connection is taken, with nothing of it left behind (a request's fiber,
- * scope and node:http objects were ~20 KB of each idle stream).
+ * scope and node:http objects were most of an idle stream's memory).
  */
 export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest

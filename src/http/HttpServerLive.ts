@@ -43,7 +43,7 @@ const REQUEST_ID = "x-request-id"
  *
  * Every request passes here, so it is lean: no Effect.gen, no service provided per request, and it
  * is a router middleware rather than the server's, since a server middleware costs each request a
- * span that nothing reads (measured: together ~30 µs of the ~70 µs of CPU a GET /health took).
+ * span that nothing reads (docs/performance-notes.md).
  */
 const Responses = HttpRouter.middleware((app) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {

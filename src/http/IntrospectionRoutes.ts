@@ -10,7 +10,7 @@ import { resolveRequestContext } from "./RequestContextResolver.ts"
 export const IntrospectionHandlers = HttpApiBuilder.group(ServedApi, "introspection", (handlers) =>
   handlers.handle("introspect", ({ request }) =>
     // The tenant's introspection (and its cache), so it is looked up per request. Combinators, not
-    // a generator written inline per request (StatementConnections' roundTrip says why).
+    // a generator written inline per request (docs/performance-notes.md says why).
     Effect.flatMap(Effect.service(CurrentPrincipal), (principal) => resolveRequestContext(principal, request)).pipe(
       Effect.flatMap((context) => Effect.flatMap(Effect.service(Introspection), (introspection) => introspection.describe(context))),
       databaseUnavailable

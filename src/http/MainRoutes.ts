@@ -18,9 +18,11 @@ const ApiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 
-// Built on the first request for it, not at every start.
-let openApi: HttpServerResponse.HttpServerResponse | undefined
-const OpenApiRoute = HttpRouter.add("GET", "/openapi.json", Effect.sync(() => (openApi ??= HttpServerResponse.jsonUnsafe(OpenApi.fromApi(MainApi)))))
+// Built on the first request for it, not at every start; held by the route of each service built.
+const OpenApiRoute = Layer.unwrap(Effect.sync(() => {
+  let openApi: HttpServerResponse.HttpServerResponse | undefined
+  return HttpRouter.add("GET", "/openapi.json", Effect.sync(() => (openApi ??= HttpServerResponse.jsonUnsafe(OpenApi.fromApi(MainApi)))))
+}))
 
 /** The HttpApi routes, plus GET /events (it streams) and the data plane as plain router routes. */
 export const MainRoutes = Layer.mergeAll(ApiRoutes, OpenApiRoute, EventsRoute, DataRoutes)

@@ -2,12 +2,11 @@
  * Connections that node:http hands over to a stream which holds them until they close (GET /events).
  *
  * While a response is open, node:http keeps its request, its response and the connection's parser
- * (a native object with its buffers): measured, ~15 KB of an idle event stream's ~17 KB on a bare
- * node:http server, and most of the memory of ten thousand streams (docs/benchmarks.md). An event
- * stream's response is its head and then bytes until the connection closes, so once Plinth has
- * decided to stream, it takes the connection the way node:http does for an upgrade: the parser is
- * freed, node:http's listeners are removed, and the response is ended without the connection, so
- * that the platform writes nothing more. What is left is the socket, written to directly.
+ * (a native object with its buffers): most of an idle event stream's memory
+ * (docs/performance-notes.md). An event stream's response is its head and then bytes until the
+ * connection closes, so once Plinth has decided to stream, it takes the connection the way
+ * node:http does for an upgrade: the parser is freed, node:http's listeners are removed, and the
+ * response is ended without the connection, so that the platform writes nothing more. What is left is the socket, written to directly.
  *
  * node:http no longer knows these connections, but `server.close` still waits for every
  * connection to end: the server closes them itself (`StreamingServer`).

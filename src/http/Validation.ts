@@ -67,8 +67,8 @@ const utf8 = new TextDecoder()
 
 /**
  * The body as text (decoded as the platform decodes it), read straight from Node's request: the
- * platform's reader, with its end-of-stream tracking, cost ~14 µs more a request (measured), and
- * every data-plane request has a body. A request waiting for `100 Continue` is left to the
+ * platform's reader, with its end-of-stream tracking, costs more a request, and every data-plane
+ * request has a body. A request waiting for `100 Continue` is left to the
  * platform, which sends it. Past MAX_BODY_SIZE reading stops with 413; the platform then closes
  * the connection after the answer, as after its own reader's 413.
  */

@@ -10,16 +10,16 @@ import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
 import { ProcessTenant, TenantSelection, TenantSource } from "../http/TenantSelection.ts"
-import { Challenge, sharedClaims } from "../services/Challenge.ts"
+import { sharedClaims } from "../services/Challenge.ts"
 import { failAbandoned } from "../services/Conversations.ts"
-import { Mailer } from "../services/Mailer.ts"
-import { Model } from "../services/Model.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { warnWithoutTempFileLimit } from "../services/ResourceLimits.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
+import { SqlRunner } from "../services/SqlRunner.ts"
 import { StatementAdmission } from "../services/StatementAdmission.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
 import { requireUrl } from "./Database.ts"
+import { ChallengeInMemory, challengeLayer, MailerLive, ModelLive } from "./Integrations.ts"
 import { tenantSource } from "./Tenancy.ts"
 
 /**
@@ -37,10 +37,10 @@ const sharedStore = <A, E, R>(memory: Layer.Layer<A, E, R>, shared: (sql: SqlCli
   }))
 
 const RateLimiterLive = sharedStore(RateLimiter.layer, (sql) => Layer.effect(RateLimiter, makeSharedRateLimiter(sql)))
-const ChallengeLive = sharedStore(Challenge.layer, (sql) => Challenge.layerWith(sharedClaims(sql)))
+const ChallengeLive = sharedStore(ChallengeInMemory, (sql) => challengeLayer(sharedClaims(sql)))
 
 /** What the main service's handlers stand on, besides the tenant of each request. */
-const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, Mailer.layer, SqlGuard.layer, StatementAdmission.layer)
+const MainDependencies = Layer.mergeAll(AccessTokensLive, RateLimiterLive, ChallengeLive, MailerLive, SqlGuard.layer, SqlRunner.layer, StatementAdmission.layer)
 
 /** One warning at start, off the start-up path, when callers' statements have no bound on temporary files. */
 const TempFileLimitCheck = Layer.effectDiscard(Effect.gen(function*() {
@@ -61,7 +61,7 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   }))
 
 /** What the chat service's handlers stand on, besides the tenant of each request. */
-const ChatDependencies = Layer.mergeAll(AccessTokensLive, Model.layer, SqlGuard.layer, ConversationActors.layer)
+const ChatDependencies = Layer.mergeAll(AccessTokensLive, ModelLive, SqlGuard.layer, ConversationActors.layer)
 
 /** The chat service, connected as `chat_authenticator`. */
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>

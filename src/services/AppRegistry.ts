@@ -5,9 +5,8 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { CatalogWatch, makeCatalogCache } from "./CatalogWatch.ts"
 import type { AppRef } from "./RequestContext.ts"
+import { PLAIN_NAME } from "./SqlIdentifier.ts"
 
-/** Schema names as sys.apps admits them; anything else is refused before a query. */
-export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 const MAX_CACHED = 10_000
 
 export class AppRegistry extends Context.Service<AppRegistry, {
@@ -20,7 +19,8 @@ export class AppRegistry extends Context.Service<AppRegistry, {
 
     return AppRegistry.of({
       resolve: Effect.fn("AppRegistry.resolve")(function*(schemaName: string) {
-        if (!SCHEMA_NAME.test(schemaName)) return Option.none()
+        // Anything sys.apps would not admit is refused before a query.
+        if (!PLAIN_NAME.test(schemaName)) return Option.none()
         const cached = cache.get(schemaName)
         if (cached !== undefined) return cached
         const generation = watch.generation()

@@ -7,11 +7,10 @@
  * with the same token get through. Claims live in memory (bounded), or in PostgreSQL when every
  * replica must see them (`sharedClaims`). The secret and the tokens are never logged.
  */
-import { Cause, Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { Cause, Clock, Context, Effect, Redacted, Schema } from "effect"
+import { HttpClient, type HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
-import { PlinthConfig } from "./PlinthConfig.ts"
 
 export class ChallengeFailed extends Schema.TaggedError<ChallengeFailed>()("ChallengeFailed", {
   reason: Schema.String
@@ -21,29 +20,12 @@ export class Challenge extends Context.Service<Challenge, {
   /** Passes when no CHALLENGE_SECRET is configured. */
   readonly verify: (token: string | undefined, remoteIp: string | undefined) => Effect.Effect<void, ChallengeFailed>
 }>()("plinth/Challenge") {
-  /** Claims remembered by this process only. */
-  static readonly layer: Layer.Layer<Challenge, never, PlinthConfig> = Layer.suspend(() =>
-    Challenge.layerWith(memoryClaims(makeReplayGuard(REPLAY_TTL_MILLIS, REPLAY_CAPACITY)))
-  )
+  /** No CHALLENGE_SECRET: every call passes. */
+  static readonly skipped = Challenge.of({ verify: () => Effect.void })
 
-  static readonly layerWith = (claims: ClaimStore): Layer.Layer<Challenge, never, PlinthConfig> =>
-    Layer.effect(Challenge, Effect.gen(function*() {
-      const config = yield* PlinthConfig
-      if (Option.isNone(config.challengeSecret)) {
-        if (config.isProduction) yield* Effect.logWarning("CHALLENGE_SECRET not set: the bot check is skipped")
-        return Challenge.of({ verify: () => Effect.void })
-      }
-      const client = (yield* HttpClient.HttpClient).pipe(HttpClient.filterStatusOk)
-      return Challenge.of({
-        verify: makeVerify({
-          client,
-          secret: config.challengeSecret.value,
-          verifyUrl: config.challengeVerifyUrl,
-          failClosed: config.isProduction,
-          claims
-        })
-      })
-    })).pipe(Layer.provide(FetchHttpClient.layer))
+  /** Verified with a siteverify endpoint, each token claimed once in `options.claims`. */
+  static readonly siteverify = (options: VerifyOptions) =>
+    Challenge.of({ verify: makeVerify({ ...options, client: options.client.pipe(HttpClient.filterStatusOk) }) })
 }
 
 /** Turnstile's own limit; anything longer is not a token and is not worth a network call. */
@@ -101,7 +83,8 @@ export interface ClaimStore {
   readonly release: (key: string) => Effect.Effect<void>
 }
 
-const memoryClaims = (guard: ReplayGuard): ClaimStore => ({
+/** Claims remembered by this process only. */
+export const memoryClaims = (guard: ReplayGuard = makeReplayGuard(REPLAY_TTL_MILLIS, REPLAY_CAPACITY)): ClaimStore => ({
   claim: (key) => Effect.map(Clock.currentTimeMillis, (now) => guard.reserve(key, now)),
   release: (key) => Effect.sync(() => guard.release(key))
 })
@@ -140,7 +123,7 @@ type Outcome =
   | { readonly _tag: "NoVerdict"; readonly why: string }
 
 /** What went wrong, in words that cannot contain the token or the secret (both travel in the request body). */
-const describeFailure = (error: HttpClientError.HttpClientError | Schema.SchemaError | Cause.TimeoutError): string => {
+const whyNoVerdict = (error: HttpClientError.HttpClientError | Schema.SchemaError | Cause.TimeoutError): string => {
   if (Cause.isTimeoutError(error)) return `no answer within ${VERIFY_TIMEOUT}`
   if (Schema.isSchemaError(error)) return "unexpected answer"
   switch (error.reason._tag) {
@@ -160,7 +143,7 @@ const describeFailure = (error: HttpClientError.HttpClientError | Schema.SchemaE
 const safeCodes = (codes: ReadonlyArray<string>): ReadonlyArray<string> =>
   codes.filter((code) => /^[a-z0-9-]{1,64}$/.test(code)).slice(0, 5)
 
-interface VerifyOptions {
+export interface VerifyOptions {
   readonly client: HttpClient.HttpClient
   readonly secret: Redacted.Redacted<string>
   readonly verifyUrl: URL
@@ -187,7 +170,7 @@ const makeVerify = (options: VerifyOptions) => {
       // Over the whole exchange, body included: a service that stalls mid-answer is as bad as a silent one.
       Effect.timeout(VERIFY_TIMEOUT),
       Effect.map((answer): Outcome => ({ _tag: "Verdict", success: answer.success, errorCodes: answer["error-codes"] ?? [] })),
-      Effect.catch((error) => Effect.succeed<Outcome>({ _tag: "NoVerdict", why: describeFailure(error) }))
+      Effect.catch((error) => Effect.succeed<Outcome>({ _tag: "NoVerdict", why: whyNoVerdict(error) }))
     )
 
   return Effect.fn("Challenge.verify")(function*(token: string | undefined, remoteIp: string | undefined) {

@@ -11,9 +11,9 @@ import { changingCatalog } from "./CatalogWatch.ts"
 import { databaseErrorFields } from "./DatabaseError.ts"
 import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
-import { quoteIdentifier } from "./SqlIdentifier.ts"
+import { PLAIN_NAME, quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
-import { callPipelined, executePipelined, selectPipelined } from "./StatementConnections.ts"
+import { callPipelined, executePipelined, selectPipelined } from "./AsCaller.ts"
 
 /** How a tool call completes: by running, at once with a fixed result, or running unseen (select_data). */
 export type ToolMode = "execute" | "complete" | "query"
@@ -101,9 +101,8 @@ const required = (args: Readonly<Record<string, unknown>>, key: string) => {
   return value === undefined || value === "" ? Effect.fail(new ToolFailed({ message: `${key} is required` })) : Effect.succeed(value)
 }
 
-const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
 const identifier = (value: string, what: string) =>
-  IDENTIFIER.test(value) ? Effect.succeed(value) : Effect.fail(new ToolFailed({ message: `${what} ${JSON.stringify(value)} is not a valid name` }))
+  PLAIN_NAME.test(value) ? Effect.succeed(value) : Effect.fail(new ToolFailed({ message: `${what} ${JSON.stringify(value)} is not a valid name` }))
 
 const failedSql = (error: SqlError.SqlError) => {
   const fields = databaseErrorFields(error)

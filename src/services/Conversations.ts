@@ -7,6 +7,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { isUuid } from "./Uuid.ts"
 
 export type MessageStatus = "pending" | "pending_approval" | "complete" | "rejected" | "error"
 
@@ -45,8 +46,6 @@ export class ConversationNotFound extends Schema.TaggedError<ConversationNotFoun
 /** The conversation is not in a state that allows this (spec §4.8's 400 cases). */
 export class TurnRefused extends Schema.TaggedError<TurnRefused>()("TurnRefused", { message: Schema.String }) {}
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-export const isUuid = (text: string) => UUID.test(text)
 
 export const listConversations = Effect.fn("Conversations.list")(function*(userId: string) {
   const sql = yield* SqlClient.SqlClient

@@ -5,10 +5,11 @@
  * results.
  */
 import { Effect, Option, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import type { SqlError } from "effect/sql"
 import type { AppRole, Principal } from "./AccessTokens.ts"
+import { executePipelined } from "./AsCaller.ts"
 import { sqlState } from "./DatabaseError.ts"
-import { ANONYMOUS, asIdentity } from "./RequestContext.ts"
+import { ANONYMOUS, type RequestIdentity } from "./RequestContext.ts"
 
 /** The user of spec §2.3, as the sign-in functions return it. */
 export interface SignedInUser {
@@ -29,27 +30,28 @@ export class InvalidEmailChange extends Schema.TaggedError<InvalidEmailChange>()
 
 const identityOf = (principal: Principal) => ({ role: principal.role, userId: principal.userId })
 
+/** The rows of one identity function's call as `identity`, the way every caller's statement runs (AsCaller). */
+const asIdentity = <A>(identity: RequestIdentity, text: string, params: ReadonlyArray<unknown>) =>
+  Effect.map(executePipelined(identity, text, params), (result) => result.rows as ReadonlyArray<A>)
+
 const serverMessage = (error: SqlError.SqlError) =>
   (error.reason as { readonly cause?: { readonly message?: string } }).cause?.message ?? "refused"
 
 /** A sign-in link for an active user; none for an unknown or inactive email. */
 export const createMagicLink = Effect.fn("Identity.createMagicLink")(function*(email: string) {
-  const sql = yield* SqlClient.SqlClient
-  const [row] = yield* asIdentity(ANONYMOUS, sql<{ token: string | null }>`SELECT sys.create_magic_link(${email}) AS token`)
+  const [row] = yield* asIdentity<{ token: string | null }>(ANONYMOUS, "SELECT sys.create_magic_link($1) AS token", [email])
   return Option.fromNullishOr(row?.token)
 })
 
 /** Consumes a sign-in token; none when it is invalid, spent, expired or its user inactive. */
 export const verifyMagicLink = Effect.fn("Identity.verifyMagicLink")(function*(token: string) {
-  const sql = yield* SqlClient.SqlClient
-  const [user] = yield* asIdentity(ANONYMOUS, sql<SignedInUser>`SELECT * FROM sys.verify_magic_link(${token})`)
+  const [user] = yield* asIdentity<SignedInUser>(ANONYMOUS, "SELECT * FROM sys.verify_magic_link($1)", [token])
   return Option.fromNullishOr(user)
 })
 
 /** Email and password (development only); none when they do not match an active user. */
 export const login = Effect.fn("Identity.login")(function*(email: string, password: string) {
-  const sql = yield* SqlClient.SqlClient
-  const [user] = yield* asIdentity(ANONYMOUS, sql<SignedInUser>`SELECT * FROM sys.login(${email}, ${password})`)
+  const [user] = yield* asIdentity<SignedInUser>(ANONYMOUS, "SELECT * FROM sys.login($1, $2)", [email, password])
   return Option.fromNullishOr(user)
 })
 
@@ -68,8 +70,7 @@ const inviteError = (error: SqlError.SqlError): InviteRefused | InvalidInvite | 
 
 /** Creates the user and returns the token of their invitation link. */
 export const inviteUser = Effect.fn("Identity.inviteUser")(function*(caller: Principal, email: string, role: string) {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* asIdentity(identityOf(caller), sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`).pipe(
+  const rows = yield* asIdentity<{ token: string }>(identityOf(caller), "SELECT sys.invite_user($1, $2) AS token", [email, role]).pipe(
     Effect.mapError(inviteError)
   )
   return rows[0]!.token
@@ -90,8 +91,7 @@ const passwordError = (error: SqlError.SqlError): PasswordAlreadySet | InvalidPa
 
 /** Sets the caller's first password. */
 export const setInitialPassword = Effect.fn("Identity.setInitialPassword")(function*(caller: Principal, password: string) {
-  const sql = yield* SqlClient.SqlClient
-  yield* asIdentity(identityOf(caller), sql`SELECT sys.set_initial_password(${password})`).pipe(Effect.mapError(passwordError))
+  yield* asIdentity<unknown>(identityOf(caller), "SELECT sys.set_initial_password($1)", [password]).pipe(Effect.mapError(passwordError))
 })
 
 const emailChangeError = (error: SqlError.SqlError): InvalidEmailChange | UnknownUser | SqlError.SqlError => {
@@ -111,8 +111,7 @@ const emailChangeError = (error: SqlError.SqlError): InvalidEmailChange | Unknow
  * with the caller's id: the function is granted to anon alone, so no client's SQL can mint a token.
  */
 export const requestEmailChange = Effect.fn("Identity.requestEmailChange")(function*(caller: Principal, email: string) {
-  const sql = yield* SqlClient.SqlClient
-  const [row] = yield* asIdentity({ role: "anon", userId: caller.userId }, sql<{ token: string | null }>`SELECT sys.request_email_change(${email}) AS token`).pipe(
+  const [row] = yield* asIdentity<{ token: string | null }>({ role: "anon", userId: caller.userId }, "SELECT sys.request_email_change($1) AS token", [email]).pipe(
     Effect.mapError(emailChangeError)
   )
   return Option.fromNullishOr(row?.token)
@@ -120,8 +119,7 @@ export const requestEmailChange = Effect.fn("Identity.requestEmailChange")(funct
 
 /** Applies a pending email change; none when the token is invalid, spent, expired or its user inactive. */
 export const confirmEmailChange = Effect.fn("Identity.confirmEmailChange")(function*(token: string) {
-  const sql = yield* SqlClient.SqlClient
-  const [user] = yield* asIdentity(ANONYMOUS, sql<SignedInUser>`SELECT * FROM sys.confirm_email_change(${token})`).pipe(
+  const [user] = yield* asIdentity<SignedInUser>(ANONYMOUS, "SELECT * FROM sys.confirm_email_change($1)", [token]).pipe(
     Effect.mapError((error) => (sqlState(error) === "23505" ? new DuplicateEmail({ message: serverMessage(error) }) : error))
   )
   return Option.fromNullishOr(user)

@@ -2,13 +2,14 @@
  * POST / (spec §2.5): the schema as the caller's role sees it, from sys.introspect() and
  * sys.table_stats() (sql/sys/07_introspection.sql). The first is the same for every user of a role and app, so
  * it is cached until the catalog changes; row counts pass through row-level security and are
- * read on every call. Each is one pipelined round trip as the caller (StatementConnections).
+ * read on every call. Each is one pipelined round trip as the caller (AsCaller).
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { CatalogWatch, makeCatalogCache } from "./CatalogWatch.ts"
 import type { RequestContext } from "./RequestContext.ts"
-import { callPipelined, StatementConnections } from "./StatementConnections.ts"
+import { callPipelined } from "./AsCaller.ts"
+import type { StatementConnections } from "./StatementConnections.ts"
 
 /** Spec §2.5; the shapes inside are those of sys.introspect() (README.md, "Introspection"). */
 export interface IntrospectionResult {

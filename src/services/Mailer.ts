@@ -4,12 +4,13 @@
  *
  * Without a complete provider configuration nothing is sent: in development the link is printed on
  * the console so a developer can still sign in; in production only a warning without the token is
- * logged (spec §4.2). The token and the API key never appear in logs or error messages.
+ * logged (spec §4.2); src/layers/Integrations.ts chooses. The token and the API key never appear
+ * in logs or error messages.
  */
-import { Cause, Console, Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+import { Cause, Console, Context, Effect, Option, type Redacted, Schedule, Schema } from "effect"
+import { HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
 import { maskEmail } from "./EmailMask.ts"
-import { type ConfigShape, PlinthConfig } from "./PlinthConfig.ts"
+import type { ConfigShape } from "./PlinthConfig.ts"
 
 export class MailError extends Schema.TaggedError<MailError>()("MailError", {
   message: Schema.String
@@ -29,22 +30,15 @@ export class Mailer extends Context.Service<Mailer, {
    */
   readonly sendMagicLink: (mail: MagicLinkMail) => Effect.Effect<void, MailError>
 }>()("plinth/Mailer") {
-  /** Chooses the implementation from the configuration: the provider when complete, else the console/log fallback. */
-  static readonly layer: Layer.Layer<Mailer, never, PlinthConfig> = Layer.effect(Mailer, Effect.gen(function*() {
-    const config = yield* PlinthConfig
-    const provider = providerSettings(config)
-    if (provider._tag === "Configured") {
-      const client = yield* HttpClient.HttpClient
-      return Mailer.of({ sendMagicLink: sendThroughProvider(client, provider, config.appUrl) })
-    }
-    if (provider.missing.length < PROVIDER_VARIABLES.length) {
-      // A half-finished setup is most likely a typo in a deployment; say so once rather than on every mail.
-      yield* Effect.logWarning(
-        `mail provider partially configured: ${provider.missing.join(", ")} not set; magic links are not emailed`
-      )
-    }
-    return Mailer.of({ sendMagicLink: config.isProduction ? dropWithWarning : printToConsole(config.appUrl) })
-  })).pipe(Layer.provide(FetchHttpClient.layer))
+  /** Through the provider's HTTP API. */
+  static readonly provider = (client: HttpClient.HttpClient, provider: ConfiguredProvider, appUrl: URL) =>
+    Mailer.of({ sendMagicLink: sendThroughProvider(client, provider, appUrl) })
+
+  /** Development without a provider: the link on the console. */
+  static readonly console = (appUrl: URL) => Mailer.of({ sendMagicLink: printToConsole(appUrl) })
+
+  /** Production without a provider: a warning without the token. */
+  static readonly dropping = Mailer.of({ sendMagicLink: (mail) => dropWithWarning(mail) })
 }
 
 /** `${APP_URL}/<path>?token=<token>`, keeping any path of APP_URL and never doubling the slash. */
@@ -69,9 +63,9 @@ const linkOf = (appUrl: URL, mail: MagicLinkMail): string =>
 // ---------------------------------------------------------------------------------------------
 // Configuration
 
-const PROVIDER_VARIABLES = ["MAIL_API_KEY", "MAIL_DOMAIN", "MAIL_FROM"] as const
+export const PROVIDER_VARIABLES = ["MAIL_API_KEY", "MAIL_DOMAIN", "MAIL_FROM"] as const
 
-type ProviderSettings =
+export type ProviderSettings =
   | {
     readonly _tag: "Configured"
     readonly apiKey: Redacted.Redacted<string>
@@ -81,7 +75,10 @@ type ProviderSettings =
   }
   | { readonly _tag: "Missing"; readonly missing: ReadonlyArray<(typeof PROVIDER_VARIABLES)[number]> }
 
-const providerSettings = (config: ConfigShape): ProviderSettings => {
+export type ConfiguredProvider = Extract<ProviderSettings, { _tag: "Configured" }>
+
+/** The provider when MAIL_API_KEY, MAIL_DOMAIN and MAIL_FROM are all set, else which of them are missing. */
+export const providerSettings = (config: ConfigShape): ProviderSettings => {
   const { mailApiKey, mailDomain, mailFrom } = config
   if (Option.isSome(mailApiKey) && Option.isSome(mailDomain) && Option.isSome(mailFrom)) {
     return {
@@ -165,7 +162,7 @@ const failureMessage = (error: HttpClientError.HttpClientError | Cause.TimeoutEr
 
 const sendThroughProvider = (
   httpClient: HttpClient.HttpClient,
-  provider: Extract<ProviderSettings, { _tag: "Configured" }>,
+  provider: ConfiguredProvider,
   appUrl: URL
 ) => {
   // Order matters: the timeout is per attempt (inside the retry); `retryTransient` retries

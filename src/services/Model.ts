@@ -1,12 +1,12 @@
 /**
  * The AI model behind the chat service: Anthropic's streaming Messages API through the official
  * SDK (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`). A reply is a stream of text
- * pieces and complete tool calls; without a key, every reply fails with a clear error instead.
+ * pieces and complete tool calls; without a key, every reply fails with a clear error instead
+ * (src/layers/Integrations.ts chooses).
  */
 import Anthropic from "@anthropic-ai/sdk"
 import type { MessageParam, RawMessageStreamEvent, Tool } from "@anthropic-ai/sdk/resources/messages"
-import { Context, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
-import { PlinthConfig } from "./PlinthConfig.ts"
+import { Context, Effect, Option, Redacted, Schema, Stream } from "effect"
 
 export type { MessageParam, Tool }
 
@@ -31,32 +31,28 @@ export class Model extends Context.Service<Model, {
   /** A short title for a conversation that starts with `text`; never fails (falls back to the text). */
   readonly title: (text: string) => Effect.Effect<string>
 }>()("plinth/Model") {
-  static readonly layer = Layer.effect(Model, Effect.gen(function*() {
-    const config = yield* PlinthConfig
-    const fallbackTitle = (text: string) => {
-      const line = text.trim().split("\n")[0] ?? ""
-      return line.length > 60 ? `${line.slice(0, 57)}...` : line || "New conversation"
-    }
-    if (Option.isNone(config.anthropicApiKey)) {
-      return Model.of({
-        reply: () => Stream.fail(new ModelError({ message: "no AI model is configured: set ANTHROPIC_API_KEY" })),
-        title: (text) => Effect.succeed(fallbackTitle(text))
-      })
-    }
+  /** Without ANTHROPIC_API_KEY: every reply fails with an error saying so. */
+  static readonly unconfigured = Model.of({
+    reply: () => Stream.fail(new ModelError({ message: "no AI model is configured: set ANTHROPIC_API_KEY" })),
+    title: (text) => Effect.succeed(fallbackTitle(text))
+  })
+
+  /** Anthropic's streaming Messages API through the SDK. */
+  static readonly anthropic = (settings: AnthropicSettings) => {
     const client = new Anthropic({
-      apiKey: Redacted.value(config.anthropicApiKey.value),
-      ...(Option.isSome(config.anthropicBaseUrl) ? { baseURL: config.anthropicBaseUrl.value.toString().replace(/\/$/, "") } : {}),
+      apiKey: Redacted.value(settings.apiKey),
+      ...(Option.isSome(settings.baseUrl) ? { baseURL: settings.baseUrl.value.toString().replace(/\/$/, "") } : {}),
       timeout: REQUEST_TIMEOUT_MS
     })
-    const model = config.anthropicModel
+    const model = settings.model
 
-    // Defined once, not as a generator written inline per call (StatementConnections' roundTrip says why).
+    // Defined once, not as a generator written inline per call (docs/performance-notes.md says why).
     const openReply = Effect.fnUntraced(function*(request: ReplyRequest) {
       const controller = new AbortController()
       let ended = false
       // A request still open when its stream is let go (interrupted, failed on the way, or no
-      // longer read) is cut. One that ended has nothing to cut: aborting it anyway built a
-      // DOMException, stack and all, per model call (1.5 % of a chat turn's CPU).
+      // longer read) is cut. One that ended has nothing to cut, and aborting it anyway would build
+      // a DOMException, stack and all, per model call.
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           if (!ended) controller.abort()
@@ -72,9 +68,9 @@ export class Model extends Context.Service<Model, {
             tools: [...request.tools],
             stream: true
           }, { signal: controller.signal }),
-        catch: describeFailure
+        catch: asModelError
       })
-      return Stream.fromAsyncIterable(events as AsyncIterable<RawMessageStreamEvent>, describeFailure).pipe(
+      return Stream.fromAsyncIterable(events as AsyncIterable<RawMessageStreamEvent>, asModelError).pipe(
         Stream.onEnd(Effect.sync(() => (ended = true))),
         Stream.mapAccum(() => new Map<number, { id: string; name: string; json: string }>(), toModelEvents)
       )
@@ -93,7 +89,7 @@ export class Model extends Context.Service<Model, {
                 content: `Write a title of at most six words for a conversation that starts with the message below. Answer with the title only.\n\n${text.slice(0, 2000)}`
               }]
             }),
-          catch: describeFailure
+          catch: asModelError
         }).pipe(
           Effect.map((message) => {
             const title = message.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("").trim().replace(/^["']|["']$/g, "")
@@ -102,11 +98,22 @@ export class Model extends Context.Service<Model, {
           Effect.orElseSucceed(() => fallbackTitle(text))
         )
     })
-  }))
+  }
+}
+
+export interface AnthropicSettings {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly baseUrl: Option.Option<URL>
+  readonly model: string
+}
+
+const fallbackTitle = (text: string) => {
+  const line = text.trim().split("\n")[0] ?? ""
+  return line.length > 60 ? `${line.slice(0, 57)}...` : line || "New conversation"
 }
 
 /** The SDK's failure, as one line without the request (it never carries the key). */
-const describeFailure = (cause: unknown): ModelError => {
+const asModelError = (cause: unknown): ModelError => {
   if (cause instanceof Anthropic.APIError) {
     return new ModelError({ message: `the AI model failed (${cause.status ?? "stream"}): ${cause.message}`.slice(0, 500) })
   }

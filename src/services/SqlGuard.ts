@@ -197,7 +197,7 @@ export const makeSqlGuard = () => {
     cache.set(text, verdict)
   }
   return SqlGuard.of({
-    // On every request: untraced (Effect.fn's span costs ~4 µs a call; README, Performance).
+    // On every request: untraced, since a span nothing reads is a cost per call (docs/performance-notes.md).
     check: Effect.fnUntraced(function*(text: string) {
       // The parser stops at a NUL and the server refuses the message: neither is the caller's answer.
       if (text.includes("\u0000")) return yield* new StatementRefused({ message: "sql may not contain NUL characters" })

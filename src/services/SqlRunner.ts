@@ -1,15 +1,17 @@
 /**
- * Runs one guarded statement for a caller: in the request transaction (RequestContext), pipelined
- * (StatementConnections), with the request's JSON values as bind parameters, and with the result
+ * Runs one guarded statement for a caller: in the caller's transaction, pipelined, peeked at first
+ * when it is a SELECT (AsCaller), with the request's JSON values as bind parameters, and with the result
  * written straight to JSON text as the rows stream in, so that a result over the size limit fails
  * early instead of filling memory.
  */
-import { Duration, Effect, Option, Schema, Stream } from "effect"
-import { changingCatalog } from "./CatalogWatch.ts"
+import { Context, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import type { SqlClient, SqlError } from "effect/sql"
+import { type CatalogWatch, changingCatalog } from "./CatalogWatch.ts"
 import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext } from "./RequestContext.ts"
-import { executePipelined, peekPipelined, withPipelinedTransaction } from "./StatementConnections.ts"
+import { executePipelined, peekPipelined, withPipelinedTransaction } from "./AsCaller.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
+import type { StatementConnections } from "./StatementConnections.ts"
 
 /** A result column whose type has no JSON form (JsonColumnTypes), or an array the driver cannot read. */
 export class UnsupportedResult extends Schema.TaggedError<UnsupportedResult>()("UnsupportedResult", {
@@ -72,20 +74,30 @@ const unsupportedResults = <A, E, R>(
     }))
   })
 
-/** Runs `text` as `context`; rows stream into JSON text, bounded by `maxResponseBytes`. */
-export const runStatement = (
-  context: RequestContext,
-  text: string,
-  params: ReadonlyArray<unknown>,
-  statement: GuardedStatement,
-  maxResponseBytes: number
-) => {
-  const run = runGuarded(context, text, params, statement, maxResponseBytes)
-  return statement.callsSys ? changingCatalog(run) : run
+/** Runs guarded statements as their callers; rows stream into JSON text, bounded by `maxResponseBytes`. */
+export class SqlRunner extends Context.Service<SqlRunner, {
+  readonly run: (
+    context: RequestContext,
+    text: string,
+    params: ReadonlyArray<unknown>,
+    statement: GuardedStatement,
+    maxResponseBytes: number
+  ) => Effect.Effect<StatementResult, SqlError.SqlError | UnsupportedResult | ResponseTooLarge, StatementConnections | SqlClient.SqlClient | CatalogWatch>
+}>()("plinth/SqlRunner") {
+  static readonly layer = Layer.sync(SqlRunner, () => {
+    const longWay = makeLongWay()
+    return SqlRunner.of({
+      run: (context, text, params, statement, maxResponseBytes) => {
+        const run = runGuarded(longWay, context, text, params, statement, maxResponseBytes)
+        return statement.callsSys ? changingCatalog(run) : run
+      }
+    })
+  })
 }
 
-// On every request: untraced (Effect.fn's span costs ~4 µs a call; README, Performance).
+// On every request: untraced (docs/performance-notes.md).
 const runGuarded = Effect.fnUntraced(function*(
+  longWay: LongWay,
   context: RequestContext,
   text: string,
   params: ReadonlyArray<unknown>,
@@ -106,7 +118,7 @@ const runGuarded = Effect.fnUntraced(function*(
       for (const row of peeked.value) yield* rows.add(row)
       return rows.result()
     }
-    remember(text)
+    longWay.remember(text)
     longContext = withTimeSpent(context, performance.now() - started)
   }
   return yield* unsupportedResults(withPipelinedTransaction(longContext, (connection) =>
@@ -147,17 +159,24 @@ const jsonRows = (maxBytes: number) => {
   }
 }
 
+const LONG_WAY_MAX = 1_000
+const REMEMBERED_TEXT_MAX = 1_024
+
 /**
  * SELECT texts a peek did not settle (more than one row, a write): the next call of the
  * same text goes the long way at once instead of paying a wasted round trip. Bounded (texts up to
  * 1,024 characters, at most 1,000 of them, the oldest forgotten first): a longer text is peeked
  * at every time.
  */
-const longWay = new Set<string>()
-const LONG_WAY_MAX = 1_000
-const REMEMBERED_TEXT_MAX = 1_024
-const remember = (text: string) => {
-  if (text.length > REMEMBERED_TEXT_MAX) return
-  if (longWay.size >= LONG_WAY_MAX) longWay.delete(longWay.values().next().value!)
-  longWay.add(text)
+const makeLongWay = () => {
+  const texts = new Set<string>()
+  return {
+    has: (text: string) => texts.has(text),
+    remember: (text: string) => {
+      if (text.length > REMEMBERED_TEXT_MAX) return
+      if (texts.size >= LONG_WAY_MAX) texts.delete(texts.values().next().value!)
+      texts.add(text)
+    }
+  }
 }
+type LongWay = ReturnType<typeof makeLongWay>

@@ -2,10 +2,13 @@
  * The identity functions of sql/sys/01_identity.sql at the database level: who may call what
  * (spec §5.8 "Runs as"), that the tables are out of every app role's reach, and sys.update_profile.
  */
-import { Effect } from "effect"
+import { PgPool } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { asIdentity, type RequestIdentity } from "../../src/services/RequestContext.ts"
+import { executePipelined } from "../../src/services/AsCaller.ts"
+import type { RequestIdentity } from "../../src/services/RequestContext.ts"
+import { StatementConnections } from "../../src/services/StatementConnections.ts"
 import { createTestDatabase, query, runSql, type TestDatabase } from "../support/database.ts"
 
 let db: TestDatabase
@@ -18,9 +21,13 @@ afterAll(() => db?.drop())
 const runAs = (identity: RequestIdentity | "authenticator", text: string, params: ReadonlyArray<unknown> = []) =>
   runSql(db.mainUrl, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const statement = sql.unsafe<Record<string, unknown>>(text, params)
-    return yield* (identity === "authenticator" ? statement : asIdentity(identity, statement))
+    if (identity === "authenticator") return yield* sql.unsafe<Record<string, unknown>>(text, params)
+    // The path every caller's statement takes (AsCaller), on connections like the service's own.
+    const pool = yield* PgPool.make({ url: Redacted.make(db.mainUrl), maxConnections: 1, multiplex: true, multiplexConcurrency: 1 })
+    const result = yield* executePipelined(identity, text, params).pipe(Effect.provideService(StatementConnections, pool))
+    return result.rows as ReadonlyArray<Record<string, unknown>>
   }).pipe(
+    Effect.scoped,
     Effect.map((rows) => ({ rows: [...rows] as ReadonlyArray<Record<string, unknown>>, code: undefined as string | undefined })),
     Effect.catchTag("SqlError", (error) =>
       Effect.succeed({ rows: [], code: (error.reason as { cause?: { code?: string } }).cause?.code })

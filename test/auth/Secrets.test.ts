@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, type MockInstanc
 import { maskEmail } from "../../src/services/EmailMask.ts"
 import { APP_URL, inviteAsDatabaseAdmin, post, type SignIn, verify } from "../support/auth.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
+import { eventually as eventuallyOr } from "../support/eventually.ts"
 import { type RunningService, startService } from "../support/services.ts"
 
 const PRODUCTION_JWT_SECRET = "prod-jwt-secret-Zq81-never-print-me-0123456789"
@@ -57,11 +58,7 @@ beforeEach(() => {
 
 /** Waits until `found` holds, for mails (and their fallbacks) sent after the response. */
 const eventually = async (found: () => boolean, timeoutMs = 5_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!found()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time")
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
+  if (!(await eventuallyOr(async () => found(), timeoutMs))) throw new Error("condition not met in time")
 }
 
 const openLinks = async (db: TestDatabase, email: string) => {

@@ -4,6 +4,7 @@
  */
 import { Effect, Fiber, Layer, Stream } from "effect"
 import { afterAll, beforeAll, expect, it, vi } from "vitest"
+import { ModelLive } from "../../src/layers/Integrations.ts"
 import { Model } from "../../src/services/Model.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { type FakeAnthropic, startFakeAnthropic } from "../support/FakeAnthropic.ts"
@@ -14,7 +15,7 @@ let fake: FakeAnthropic
 let model: Layer.Layer<Model>
 beforeAll(async () => {
   fake = await startFakeAnthropic()
-  model = Model.layer.pipe(
+  model = ModelLive.pipe(
     Layer.provide(PlinthConfig.layer),
     Layer.provide(testEnv({ ANTHROPIC_API_KEY: "sk-test", ANTHROPIC_BASE_URL: fake.url })),
     Layer.orDie

@@ -86,17 +86,22 @@ describe("plinth start", () => {
       body: JSON.stringify({ token: magic })
     })
     const { token } = await verified.json() as { token: string }
+    let connected: () => void = () => undefined
+    const opened = new Promise<void>((resolve) => (connected = resolve))
     const ended = new Promise<string>((resolve) => {
       http.get(`http://127.0.0.1:${env.PORT}/events?token=${token}`, (response) => {
         let text = ""
         response.setEncoding("utf8")
-        response.on("data", (chunk: string) => (text += chunk))
+        response.on("data", (chunk: string) => {
+          text += chunk
+          if (text.includes(": connected")) connected()
+        })
         response.on("end", () => resolve(text))
         response.on("error", () => resolve(text))
         response.on("close", () => resolve(text))
       })
     })
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await Promise.race([opened, ended])
     const stopping = Date.now()
     plinth.child.kill("SIGINT")
     expect(await ended).toContain(": connected")

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serveHttp } from "../../src/http/HttpServerLive.ts"
 import { ValidationErrors, ValidationErrorsLive } from "../../src/http/Validation.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 import { freePort } from "../support/ports.ts"
 import { captureLogs, type RunningService, startService } from "../support/services.ts"
 
@@ -93,9 +94,10 @@ describe("error shapes", () => {
 
   it("logs one line per request: method, path without query string, status, duration, request id", async () => {
     await fetch(`${main.url}/nope?token=secret-token-value`, { headers: { "x-request-id": "log-test-1" } })
-    // The line is written as the response goes out; give it a moment to land.
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    const lines = main.logs.filter((entry) => entry.annotations["requestId"] === "log-test-1")
+    // The line is written as the response goes out: wait for it to land.
+    const linesOf = () => main.logs.filter((entry) => entry.annotations["requestId"] === "log-test-1")
+    expect(await eventually(async () => linesOf().length > 0)).toBe(true)
+    const lines = linesOf()
     expect(lines).toHaveLength(1)
     expect(lines[0]!.message).toMatch(/^GET \/nope 404 \d+\.\dms$/)
     expect(lines[0]!.annotations).toMatchObject({ method: "GET", path: "/nope", status: 404 })

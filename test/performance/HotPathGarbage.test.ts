@@ -1,7 +1,7 @@
 /**
  * What a `POST /sql` leaves behind: nothing that outlives it. A request whose objects stay
- * reachable after it ends (through a generator function created per request, say: README,
- * Performance) is promoted by V8's young collections to the old generation, where only a full
+ * reachable after it ends (through a generator function created per request, say:
+ * docs/performance-notes.md) is promoted by V8's young collections to the old generation, where only a full
  * collection frees it: that was ~5 KB and ~60 µs of CPU a request. Counted from V8's own record
  * of each young collection (`--trace-gc-nvp`) in a `plinth serve main` of its own, one request at
  * a time, so that nothing of the client's and (almost) nothing in flight is counted.

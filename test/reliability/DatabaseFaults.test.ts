@@ -25,6 +25,8 @@ import {
   type StoppablePostgres,
   timedRequest
 } from "./faults.ts"
+import { sleepingStatements } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 
 const SQL_TIMEOUT_MS = 2_000
 /** What "quickly" allows on top of SQL_TIMEOUT (a loaded CI machine, the HTTP round trip). */
@@ -123,7 +125,13 @@ const recoveredAfter = (samples: ReadonlyArray<Sample>, since: number): number |
 
 beforeAll(async () => {
   pg = await startStoppablePostgres()
-  main = await startMainService(pg.mainUrl, { SQL_TIMEOUT: `${SQL_TIMEOUT_MS / 1000}s`, EVENTS_HEARTBEAT: "1 second" })
+  // The load is one user's: the per-user bound on statements (StatementAdmission) would answer 429
+  // to whatever waited past its second for a slow 503, which is not what these tests are about.
+  main = await startMainService(pg.mainUrl, {
+    SQL_TIMEOUT: `${SQL_TIMEOUT_MS / 1000}s`,
+    EVENTS_HEARTBEAT: "1 second",
+    SQL_MAX_CONCURRENT_PER_USER: String(CONCURRENCY + 4)
+  })
   owner = await signIn("faults-owner@plinth.test", "owner")
   member = await signIn("faults-member@plinth.test", "member")
 }, 60_000)
@@ -183,7 +191,7 @@ describe("PostgreSQL stopped and restarted under a load of POST /sql", () => {
 
     // Two statements that are certainly running when the server shuts down (well within SQL_TIMEOUT).
     const sleeping = [sqlRequest("SELECT pg_sleep(1.5)"), sqlRequest("SELECT pg_sleep(1.5)")]
-    await sleep(300)
+    await eventually(async () => (await sleepingStatements(pg.adminUrl)) === 2, 1_000, 20)
     at.stopBegin = clock()
     await pg.stop()
     at.stopEnd = clock()

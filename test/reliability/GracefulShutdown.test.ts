@@ -44,11 +44,12 @@ describe("SIGTERM under load (plinth serve main)", () => {
     try {
       const { token } = await verify(base, await inviteAsDatabaseAdmin(db, "drain@plinth.test", "member"))
       const inFlight = Array.from({ length: 8 }, (_, i) => sqlAs(base, token, "SELECT $1::int AS i, true AS slept FROM pg_sleep(1.5)", [i]))
-      // Let every request reach the database before the signal.
-      await new Promise((resolve) => setTimeout(resolve, 600))
+      // Every request reaches the database before the signal.
+      expect(await eventually(async () => (await sleepingStatements(db.adminUrl)) === 8, 5_000, 50)).toBe(true)
       plinth.child.kill("SIGTERM")
-      await new Promise((resolve) => setTimeout(resolve, 200))
-      const late = await fetch(`${base}/health`).then((r) => r.status, () => "refused")
+      // The listener closes at once, while the requests in flight still run.
+      let late: number | string = 0
+      await eventually(async () => (late = await fetch(`${base}/health`).then((r) => r.status, () => "refused")) === "refused", 1_200, 50)
 
       expect(await Promise.all(inFlight)).toEqual(
         Array.from({ length: 8 }, (_, i) => ({ status: 200, body: { rows: [{ i, slept: true }], rowCount: 1 } }))

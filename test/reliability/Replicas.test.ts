@@ -9,6 +9,7 @@ import { post, signedIn } from "../support/auth.ts"
 import { type ChatStack, newConversation, postSse, startChatStack } from "../support/chat.ts"
 import { runPlinth } from "../support/cli.ts"
 import { query } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 import { get } from "../support/http.ts"
 import { freePort } from "../support/ports.ts"
 import { type RunningService, startService, TEST_JWT_SECRET } from "../support/services.ts"
@@ -24,11 +25,7 @@ const lastStatuses = async (conversationId: string) =>
     sql<{ status: string }>`SELECT status FROM sys.messages WHERE conversation_id = ${conversationId} ORDER BY position`)).map((row) => row.status)
 
 const waitFor = async (check: () => Promise<boolean>, timeoutMs = 10_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out")
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  if (!(await eventually(check, timeoutMs, 50))) throw new Error("timed out")
 }
 
 describe("three main replicas", () => {

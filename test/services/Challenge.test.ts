@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger } from "effect"
 import { TestClock } from "effect/testing"
+import { ChallengeInMemory } from "../../src/layers/Integrations.ts"
 import { Challenge, makeReplayGuard, MAX_TOKEN_LENGTH } from "../../src/services/Challenge.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { type FakeSiteverify, startFakeSiteverify } from "../support/FakeSiteverify.ts"
@@ -39,7 +40,7 @@ const withChallenge = <A, E>(env: Record<string, string>, use: (challenge: Chall
   const logger = Logger.layer([Logger.make(({ logLevel, message }) => {
     logs.push({ level: logLevel, message: (Array.isArray(message) ? message : [message]).map(String).join(" ") })
   })])
-  const layer = Challenge.layer.pipe(
+  const layer = ChallengeInMemory.pipe(
     Layer.provide(PlinthConfig.layer),
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
   )

@@ -4,6 +4,7 @@
  */
 import { ConfigProvider, Console, Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { MailerLive } from "../../src/layers/Integrations.ts"
 import { LoggingLive } from "../../src/layers/Logging.ts"
 import { maskEmail, maskEmails } from "../../src/services/EmailMask.ts"
 import { Mailer } from "../../src/services/Mailer.ts"
@@ -23,7 +24,7 @@ const logged = async (env: Record<string, string>, effect: Effect.Effect<void, n
   })
   const config = PlinthConfig.layer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
   await Effect.runPromise(effect.pipe(
-    Effect.provide(Layer.mergeAll(LoggingLive, Mailer.layer).pipe(Layer.provide(config))),
+    Effect.provide(Layer.mergeAll(LoggingLive, MailerLive).pipe(Layer.provide(config))),
     Effect.provideService(Console.Console, console_)
   ))
   return lines

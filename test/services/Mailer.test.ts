@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Console, Effect, Layer, Logger } from "effect"
+import { MailerLive } from "../../src/layers/Integrations.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { type MagicLinkMail, Mailer, magicLinkUrl } from "../../src/services/Mailer.ts"
 import { type FakeMailApi, startFakeMailApi } from "../support/FakeMailApi.ts"
@@ -52,7 +53,7 @@ const withMailer = <A, E>(env: Record<string, string>, send: (mailer: Mailer["Se
   const logger = Logger.layer([Logger.make(({ logLevel, message }) => {
     captured.logs.push({ level: logLevel, message: (Array.isArray(message) ? message : [message]).map(String).join(" ") })
   })])
-  const layer = Mailer.layer.pipe(
+  const layer = MailerLive.pipe(
     Layer.provide(PlinthConfig.layer),
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))
   )

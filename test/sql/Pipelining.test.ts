@@ -11,6 +11,7 @@ import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type AuthStack, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 import { ddl, sqlRequest } from "./fixtures.ts"
 
 let stack: AuthStack
@@ -127,9 +128,12 @@ describe("pipelined transactions", () => {
     expect(refused.status).toBeLessThan(500)
     // Someone else's session (the administrator's here) is out of its reach.
     const sleeper = query(stack.db.adminUrl, (sql) => sql`SELECT pg_sleep(3), 'admin-sleeper'`)
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    const [target] = await query(stack.db.adminUrl, (sql) =>
-      sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE query LIKE '%admin-sleeper%' AND pid <> pg_backend_pid() AND state = 'active'`)
+    let target: { pid: number } | undefined
+    expect(await eventually(async () => {
+      ;[target] = await query(stack.db.adminUrl, (sql) =>
+        sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE query LIKE '%admin-sleeper%' AND pid <> pg_backend_pid() AND state = 'active'`)
+      return target !== undefined
+    }, 2_500)).toBe(true)
     const [cancelled] = await query(stack.db.mainUrl, (sql) => sql<{ done: boolean }>`SELECT plinth.cancel_statement(${target!.pid}) AS done`)
     expect(cancelled).toEqual({ done: false })
     await expect(sleeper).resolves.toBeDefined()

@@ -1,0 +1,18 @@
+/**
+ * GET /events (spec §6.1): served by a plain route (EventsRoutes.ts), which takes the connection
+ * over once the stream opens; defined here for /openapi.json.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { Authentication } from "./Authentication.ts"
+import { TooManyRequests, Unauthorized, Unavailable } from "./Errors.ts"
+
+export class EventsApi extends HttpApiGroup.make("events")
+  .add(HttpApiEndpoint.get("events", "/events", {
+    // The JWT, for clients that cannot set the Authorization header (EventSource).
+    query: { token: Schema.optionalKey(Schema.String) },
+    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    error: [Unauthorized, TooManyRequests, Unavailable]
+  }))
+  .middleware(Authentication)
+{}

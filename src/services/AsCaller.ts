@@ -1,0 +1,209 @@
+/**
+ * Runs statements as the caller: the one path for every statement that runs with a caller's role
+ * (POST /sql and /function, sign-in and the other identity functions, introspection, the chat's
+ * tools). Each is a transaction of its own on a connection of `StatementConnections`, checked out
+ * by one request at a time, whose first statement makes it the caller's (RequestContext's
+ * `SETTINGS_STATEMENT`). The transaction is pipelined, so it is not four round trips (BEGIN, the
+ * settings, the statement, COMMIT) but:
+ *
+ * - a statement that returns no rows, or one small value: all four in one write, one round trip
+ *   (`executePipelined`, `callPipelined`);
+ * - a SELECT of at most one row: the same, read-only and limited to two rows (`peekPipelined`),
+ *   and the chat's select_data, limited to its row bound (`selectPipelined`);
+ * - any other statement that returns rows: BEGIN and the settings in one write, then the
+ *   statement with its rows streamed (the response has a size bound, and a result collected
+ *   before it is measured would have none), then COMMIT: three (`withPipelinedTransaction`).
+ *
+ * Every one has a deadline (its statement timeout plus a margin, for a server that stops
+ * answering), and a caller that goes away has its written statement cancelled from another
+ * connection. The order of a pipeline is the order its statements are queued in, and they are
+ * queued in the order their fibers start (Effect.all starts them in order; the connection's queue
+ * is FIFO), so the statement never runs before the settings: test/sql/Pipelining.test.ts holds that
+ * under load.
+ */
+import type { PgConnection } from "@effect/sql-pg"
+import { Duration, Effect, Exit, Option, Result, type Scope } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
+import { databaseErrorFields } from "./DatabaseError.ts"
+import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext, SETTINGS_STATEMENT, settingsOf } from "./RequestContext.ts"
+import { StatementConnections } from "./StatementConnections.ts"
+
+/** A statement and its parameters. */
+type Statement = readonly [text: string, params: ReadonlyArray<unknown>]
+
+/**
+ * The driver reports a failed ROLLBACK on a connection that died mid-transaction as a defect;
+ * for the caller it is what it is, a database failure.
+ */
+const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  Effect.catchCause(effect, (cause): Effect.Effect<never, E | SqlError.SqlError> => {
+    for (const reason of cause.reasons) {
+      if (reason._tag === "Die" && SqlError.isSqlError(reason.defect)) return Effect.fail(reason.defect)
+    }
+    return Effect.failCause(cause)
+  })
+
+/**
+ * statement_timeout is the server's own: a server that stopped answering (a frozen host) never
+ * fires it. So the transaction runs on a fiber of its own and the caller waits at most this long
+ * past the statement timeout; a late answer is then a connection failure (503), while the
+ * abandoned transaction finishes or fails on its own once the server answers again.
+ */
+const CLIENT_DEADLINE_MARGIN = Duration.millis(500)
+
+/** How long a caller waits for a transaction as `context`: its statement timeout, plus the margin. */
+const deadlineOf = (context: RequestContext): Duration.Duration =>
+  Duration.sum(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT, CLIENT_DEADLINE_MARGIN)
+
+const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  // Started at once, not on the scheduler's next turn: one event-loop hop less per request.
+  Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) =>
+    // A timer and an observer rather than a race (Effect.timeout forks two more fibers per
+    // request). Abandoning interrupts without waiting: against a frozen server the rollback
+    // itself would hang.
+    Effect.callback<A, E | SqlError.SqlError>((resume) => {
+      const timer = setTimeout(() => {
+        stopWatching()
+        fiber.interruptUnsafe()
+        resume(Effect.fail(noAnswer()))
+      }, Duration.toMillis(deadline))
+      const stopWatching = fiber.addObserver((exit) => {
+        clearTimeout(timer)
+        resume(exit)
+      })
+      // A caller that goes away (a closed request) still cancels its transaction.
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        stopWatching()
+        fiber.interruptUnsafe()
+      })
+    }))
+
+const noAnswer = () =>
+  new SqlError.SqlError({
+    reason: new SqlError.ConnectionError({ cause: new Error("no answer"), message: "the database did not answer in time" })
+  })
+
+/** `effect`, a transaction as `context`, with the caller's deadline and a lost connection as a failure. */
+const asCaller = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
+  withDeadline(deadlineOf(context), connectionLossAsFailure(effect))
+
+/** Queues `statements` in order in one write and waits for all; fails with the first failure in order. */
+const pipelined = (connection: PgConnection.PgConnection, statements: ReadonlyArray<Statement>) =>
+  Effect.all(statements.map(([text, params]) => Effect.result(connection.query(text, params))), { concurrency: "unbounded" }).pipe(
+    Effect.flatMap((results) => {
+      for (const result of results) if (Result.isFailure(result)) return Effect.fail(result.failure)
+      return Effect.succeed(results.map((result) => (result as Result.Success<PgConnection.Result, SqlError.SqlError>).success))
+    })
+  )
+
+const CANCEL_WAIT = Duration.seconds(1)
+
+/**
+ * Runs `statements` as `context` in one round trip, in a transaction of their own: their results,
+ * rows collected. Once written, they and their COMMIT are in PostgreSQL's hands, so a caller that
+ * goes away cancels them from another connection, and the connection is retired first: a late
+ * cancel must not reach the statement of whoever would use the connection next.
+ */
+const inOneRoundTrip = (context: RequestContext, statements: ReadonlyArray<Statement>) =>
+  asCaller(context, Effect.scoped(roundTrip(context, statements)))
+
+// Defined once, not a generator written inline per call (docs/performance-notes.md says why).
+const roundTrip = Effect.fnUntraced(function*(context: RequestContext, statements: ReadonlyArray<Statement>) {
+  const pool = yield* StatementConnections
+  const sql = yield* SqlClient.SqlClient
+  const connection = yield* pool.get
+  // A failed statement turns the COMMIT into a ROLLBACK: the transaction ends either way.
+  const results = yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]]).pipe(
+    Effect.onInterrupt(() =>
+      Effect.andThen(
+        pool.invalidate(connection),
+        // Waited for (a process shutting down must not exit before it is sent), but briefly:
+        // against a frozen server it would hang like the statement.
+        Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection.processId})`), CANCEL_WAIT))
+      )
+    )
+  )
+  return results.slice(2, -1)
+})
+
+/**
+ * Runs `text` as `context` in one round trip: its result, rows collected. For statements without
+ * rows, or whose result is small by construction (one function call's value); a caller's statement
+ * that returns rows streams them instead (`withPipelinedTransaction`), or is peeked at first.
+ */
+export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.map(inOneRoundTrip(context, [[text, params]]), ([result]) => result!)
+
+/** The value of `call` (one function call, `sys.introspect()`) as `context`, in one round trip. */
+export const callPipelined = (context: RequestContext, call: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.map(executePipelined(context, `SELECT ${call} AS value`, params), (result): unknown => result.rows[0]?.["value"] ?? null)
+
+/** A write in a read-only transaction: the peek's "this SELECT writes". */
+const READ_ONLY_SQL_TRANSACTION = "25006"
+
+/** What `selectPipelined` puts before the caller's text. */
+const SELECT_WRAPPER = "SELECT * FROM ("
+
+/**
+ * A SELECT's first `limit` rows in one round trip: run as a subquery with a LIMIT, in a read-only
+ * transaction (a SELECT that writes fails). `text` is one SELECT, passed by the guard: it reads as
+ * a subquery (the newline ends a trailing comment; a trailing semicolon would not parse inside the
+ * parentheses). The wrapper is a prepared statement like any other, so a repeated one is planned
+ * once. Error positions are the caller's text's (`callersPosition`).
+ */
+export const selectPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>, limit: number) =>
+  inOneRoundTrip({ ...context, readOnly: true }, [[`${SELECT_WRAPPER}${text.replace(/;\s*$/, "")}\n) AS plinth_rows LIMIT ${limit}`, params]]).pipe(
+    Effect.map(([result]) => result!.rows),
+    Effect.mapError((error) => callersPosition(error, text.length))
+  )
+
+/**
+ * An error of the wrapped statement, its position moved into the caller's text (none where it
+ * points at the wrapper). The error object is this failure's own: the driver builds one per
+ * error response.
+ */
+const callersPosition = (error: SqlError.SqlError, textLength: number): SqlError.SqlError => {
+  const cause: unknown = (error.reason as { readonly cause?: unknown }).cause
+  if (typeof cause !== "object" || cause === null) return error
+  const fields = cause as { position?: unknown }
+  if (typeof fields.position !== "string") return error
+  const position = Number(fields.position) - SELECT_WRAPPER.length
+  fields.position = position >= 1 && position <= textLength + 1 ? String(position) : undefined
+  return error
+}
+
+/** How many rows a peek reads: one to keep, and a second to learn that there are more. */
+const PEEK_ROWS = 2
+
+/**
+ * A SELECT's rows in one round trip, if it reads at most one row (`selectPipelined`). `None` when
+ * it has to go the long way (its rows streamed, in a transaction that may write): it has a second
+ * row, or it writes (the read-only transaction refused). Any other failure is the caller's answer
+ * at once: running the statement again would run whatever it did before failing a second time.
+ */
+export const peekPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>) =>
+  selectPipelined(context, text, params, PEEK_ROWS).pipe(
+    Effect.map((rows) => rows.length < PEEK_ROWS ? Option.some(rows) : Option.none()),
+    Effect.catchTag("SqlError", (error) =>
+      databaseErrorFields(error).code === READ_ONLY_SQL_TRANSACTION ? Effect.succeed(Option.none()) : Effect.fail(error))
+  )
+
+/**
+ * Runs `use` with a connection in a transaction as `context` (BEGIN and the settings in one round
+ * trip); commits when it succeeds, rolls back otherwise (a connection that cannot is retired).
+ */
+export const withPipelinedTransaction = <A, E, R>(
+  context: RequestContext,
+  use: (connection: PgConnection.PgConnection) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | SqlError.SqlError, Exclude<R, Scope.Scope> | StatementConnections> =>
+  asCaller(
+    context,
+    Effect.scoped(Effect.flatMap(Effect.service(StatementConnections), (pool) =>
+      Effect.flatMap(pool.get, (connection) =>
+        pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
+          Effect.andThen(use(connection)),
+          Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.catch(connection.query("ROLLBACK"), () => pool.invalidate(connection))),
+          Effect.tap(() => connection.query("COMMIT"))
+        ))))
+  )
