@@ -149,21 +149,21 @@ const handle = Effect.fnUntraced(function*<R>(actor: Actor<R>, job: Job<R>) {
   yield* startWork(actor, job.context, toolWork(actor.work, job.decision, afterLatest(actor), decided.value.run, job.answer))
 })
 
-const makeConversationActor = <R>(work: ConversationWork<R>, retain: Effect.Effect<void, never, Scope.Scope>) =>
-  Effect.gen(function*() {
-    const actor: Actor<R> = {
-      work,
-      scope: yield* Effect.scope,
-      mailbox: yield* Queue.bounded<Job<R>>(MAILBOX_SIZE),
-      retain,
-      latest: undefined,
-      reply: undefined
-    }
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(actor.mailbox), (job) =>
-      // A caller whose job was cut short by the actor's end gets an answer all the same.
-      Effect.onInterrupt(handle(actor, job), () => Deferred.interrupt(job.answer as Deferred.Deferred<unknown, unknown>)))))
-    return actor
-  })
+// Defined once: an actor is spawned per conversation (README, Performance).
+const makeConversationActor = Effect.fnUntraced(function*<R>(work: ConversationWork<R>, retain: Effect.Effect<void, never, Scope.Scope>) {
+  const actor: Actor<R> = {
+    work,
+    scope: yield* Effect.scope,
+    mailbox: yield* Queue.bounded<Job<R>>(MAILBOX_SIZE),
+    retain,
+    latest: undefined,
+    reply: undefined
+  }
+  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(actor.mailbox), (job) =>
+    // A caller whose job was cut short by the actor's end gets an answer all the same.
+    Effect.onInterrupt(handle(actor, job), () => Deferred.interrupt(job.answer as Deferred.Deferred<unknown, unknown>)))))
+  return actor
+})
 
 /** The registry of conversation actors: spawned on demand, stopped once idle (no caller, no work). */
 export const makeConversationActors = <R>(work: ConversationWork<R>) =>
