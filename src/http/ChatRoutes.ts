@@ -12,7 +12,6 @@ import { ConversationActors } from "../actors/ConversationActor.ts"
 import type { ChatEvent } from "../services/ChatTurn.ts"
 import * as Conversations from "../services/Conversations.ts"
 import { sqlState } from "../services/DatabaseError.ts"
-import type { TurnStart } from "../services/Conversations.ts"
 import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
 import { BadRequest, databaseUnavailable, NotFound, Unauthorized } from "./Errors.ts"
@@ -48,7 +47,7 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
   const callerContext = (request: HttpServerRequest.HttpServerRequest) =>
     Effect.flatMap(manager, (principal) => resolveRequestContext(principal, request))
 
-  const reply = (request: HttpServerRequest.HttpServerRequest, conversationId: string, start: TurnStart) =>
+  const reply = (request: HttpServerRequest.HttpServerRequest, conversationId: string, start: Conversations.TurnStart) =>
     Effect.flatMap(callerContext(request), (context) => actors.reply({ context, conversationId, start })).pipe(
       Effect.map(eventStream),
       Effect.catchTags({ ConversationNotFound: conversationNotFound, TurnRefused: turnRefused }),

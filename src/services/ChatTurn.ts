@@ -2,8 +2,9 @@
  * The agentic loop of one reply (spec §4.8, §6.2): prompt the model with the conversation and the
  * caller's current schema, stream its text, run each tool call it makes as the caller (each
  * persisted as its own message), feed the results back, and repeat until it answers with plain
- * text or the step bound is reached (then the conversation is left for /continue to resume). Everything the client should see goes to `emit`; everything
- * that happened is in the database, whether or not anyone is still listening.
+ * text or the step bound is reached (which leaves the conversation for /continue to resume).
+ * Everything the client should see goes to `emit`; everything that happened is in the database,
+ * whether or not anyone is still listening.
  */
 import { Effect, Fiber, Option, Stream } from "effect"
 import type { SqlError } from "effect/sql"
