@@ -137,6 +137,8 @@ const approve = (conversationId: string, messageId: string, approved = true): To
 })
 /** Runs a test's program in a scope of its own (the actors close with it), without log output. */
 const run = <A, E>(program: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(Logger.layer([]))))
+/** Waits until `condition` holds (what the actors' fibers do happens between the test's steps). */
+const until = (condition: () => boolean) => Effect.repeat(Effect.sleep("1 millis"), { until: condition })
 const collect = (events: Stream.Stream<ChatEvent>) => Effect.map(Stream.runCollect(events), (all) => Array.from(all, (event) => event.event))
 
 const expectedRefusal = (exit: Exit.Exit<unknown, unknown>) =>
@@ -226,7 +228,7 @@ describe("ConversationActors", () => {
       const actors = yield* makeConversationActors(fake.work)
       const stream = yield* actors.reply(chatIn(C1, "late"))
       // The reply ends before anyone reads it.
-      yield* Effect.sleep("20 millis")
+      yield* until(() => fake.conversations.get(C1)!.at(-1)!.status === "complete")
       return yield* collect(stream)
     }))
     expect(fake.conversations.get(C1)!.at(-1)!.status).toBe("complete")
@@ -246,7 +248,7 @@ describe("ConversationActors", () => {
       const actors = yield* makeConversationActors(fake.work)
       // The approved call runs; the reply is admitted (the latest message is not pending) and waits behind it.
       const tool = yield* Effect.forkDetach(Effect.exit(actors.executeTool(approve(C1, legacy.id))))
-      yield* Effect.sleep("5 millis")
+      yield* until(() => legacy.status === "pending")
       const stream = yield* actors.reply(chatIn(C1, "forever"))
       return { stream, tool }
     }))
