@@ -1,51 +1,204 @@
 /**
- * One mailbox per conversation: chat, continue and execute-tool of a conversation are admitted
- * one at a time, in arrival order, by a single fiber per conversation. Actors are spawned on
- * demand and stop when idle. Across service instances the database lock of
- * Conversations.beginTurn keeps the same invariant; the actor spares this instance the races.
+ * One actor per conversation owns the conversation's work on this instance: chat, continue and
+ * execute-tool arrive in its mailbox and are admitted one at a time, in arrival order, by its one
+ * fiber; whether a reply may start is the database's decision (sys.begin_turn, which serialises
+ * replicas too). An admitted reply or tool run is the actor's, on a fiber in the actor's scope, not
+ * the caller's: a client that goes away stops nothing, only the service shutting down interrupts
+ * it, and then the actor closes what it left pending. Pieces of work run one after the other.
+ *
+ * A running reply's events are kept from its first in a replayable hub, so that a caller can be
+ * given them from the start at any time (the reply's own request now; a client reattaching later).
  */
-import { Context, Deferred, Duration, Effect, Layer, Queue, RcMap, type Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, PubSub, Queue, RcMap, Scope, Stream, type Take } from "effect"
+import type { ChatEvent } from "../services/ChatTurn.ts"
+import { ConversationNotFound } from "../services/Conversations.ts"
+import { isUuid } from "../services/Uuid.ts"
+import {
+  type ChatWorkServices,
+  chatWork,
+  type ConversationWork,
+  type Emit,
+  type ReplyRefused,
+  type ReplyRequest,
+  type ToolAnswer,
+  type ToolDecision,
+  type ToolRefused,
+  type ToolRunFailed
+} from "../services/ConversationWork.ts"
+import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { SqlGuard } from "../services/SqlGuard.ts"
 
-interface Job {
-  readonly run: Effect.Effect<void>
+export interface ConversationActorsShape<R> {
+  /**
+   * chat or continue: once the database has admitted the reply, its events from the first. The
+   * reply runs to its end whether or not the stream is read.
+   */
+  readonly reply: (request: ReplyRequest) => Effect.Effect<Stream.Stream<ChatEvent>, ReplyRefused, R>
+  /** execute-tool: the decision, and an approved call's outcome once the actor has run it. */
+  readonly executeTool: (decision: ToolDecision) => Effect.Effect<ToolAnswer, ToolRefused | ToolRunFailed, R>
 }
 
-export interface ConversationActorShape {
-  /** Runs `effect` alone: no other job of this conversation runs until it ends. */
-  readonly exclusive: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+type Job<R> =
+  | {
+    readonly _tag: "Reply"
+    readonly request: ReplyRequest
+    readonly context: Context.Context<R>
+    readonly answer: Deferred.Deferred<Stream.Stream<ChatEvent>, ReplyRefused>
+  }
+  | {
+    readonly _tag: "ExecuteTool"
+    readonly decision: ToolDecision
+    readonly context: Context.Context<R>
+    readonly answer: Deferred.Deferred<ToolAnswer, ToolRefused | ToolRunFailed>
+  }
+
+/** A reply of this conversation: its fiber, and its events from the first (ended by an Exit). */
+interface LiveReply {
+  /** Whose it is: only they may be given its events. */
+  readonly userId: string
+  readonly events: PubSub.PubSub<Take.Take<ChatEvent>>
+  readonly fiber: Fiber.Fiber<void>
+}
+
+/** The actor's state; its mutable fields are written by the mailbox's fiber only. */
+interface Actor<R> {
+  readonly work: ConversationWork<R>
+  readonly scope: Scope.Scope
+  readonly mailbox: Queue.Queue<Job<R>>
+  /** Holds this actor (its registry entry) for the scope it runs in: while work runs, it is not idle. */
+  readonly retain: Effect.Effect<void, never, Scope.Scope>
+  /** The latest piece of work: the next one starts when it has ended. */
+  latest: Fiber.Fiber<void> | undefined
+  /** The latest reply (running, or ended since). */
+  reply: LiveReply | undefined
 }
 
 const MAILBOX_SIZE = 64
-
-export const makeConversationActor: Effect.Effect<ConversationActorShape, never, Scope.Scope> = Effect.gen(function*() {
-  const mailbox = yield* Queue.bounded<Job>(MAILBOX_SIZE)
-  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), (job) => job.run)))
-  return {
-    exclusive: <A, E>(effect: Effect.Effect<A, E>) =>
-      Effect.flatMap(Deferred.make<A, E>(), (reply) =>
-        Effect.andThen(
-          Queue.offer(mailbox, { run: Effect.flatMap(Effect.exit(effect), (exit) => Deferred.done(reply, exit)).pipe(Effect.asVoid) }),
-          Deferred.await(reply)
-        ))
-  }
-})
+/** A reply's events are kept from its first: a replay window no reply reaches. */
+const REPLAY_ALL = Number.MAX_SAFE_INTEGER
 
 export const CONVERSATION_IDLE_TIME = Duration.minutes(1)
 
-export class ConversationActors extends Context.Service<ConversationActors, {
-  /** Runs `effect` in the mailbox of `conversationId`, with the caller's services. */
-  readonly exclusive: <A, E, R>(conversationId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-}>()("plinth/ConversationActors") {
-  static readonly layer = Layer.effect(ConversationActors, Effect.gen(function*() {
-    const actors = yield* RcMap.make({ lookup: (_: string) => makeConversationActor, idleTimeToLive: CONVERSATION_IDLE_TIME })
-    return ConversationActors.of({
-      // Combinators, not a generator written inline per call (StatementConnections' roundTrip says why).
-      exclusive: <A, E, R>(conversationId: string, effect: Effect.Effect<A, E, R>) =>
-        Effect.contextWith((context: Context.Context<R>) =>
-          Effect.flatMap(RcMap.get(actors, conversationId), (actor) => actor.exclusive(Effect.provideContext(effect, context)))
-        ).pipe(Effect.scoped)
-    })
-  }))
+const failed: ChatEvent = { event: "error", data: { error: "the reply failed" } }
+const shuttingDown: ChatEvent = { event: "error", data: { error: "the service is shutting down" } }
+
+/**
+ * Starts `effect` on a fiber of the actor's scope, with the caller's services. It holds the actor
+ * until it ends and gets a scope of its own (not the request's). Started at once, so that its
+ * guards are in place even if the actor closes right away.
+ */
+const startWork = Effect.fnUntraced(function*<R>(actor: Actor<R>, context: Context.Context<R>, effect: Effect.Effect<void, never, R>) {
+  const held = yield* Scope.make()
+  yield* Scope.provide(actor.retain, held)
+  const fiber = yield* effect.pipe(
+    Effect.provideContext(Context.add(context, Scope.Scope, held)),
+    Effect.ensuring(Scope.close(held, Exit.void)),
+    Effect.forkIn(actor.scope, { startImmediately: true })
+  )
+  actor.latest = fiber
+  return fiber
+})
+
+/** Waits for the actor's latest piece of work to end: pieces of work run one after the other. */
+const afterLatest = <R>(actor: Actor<R>) => (actor.latest === undefined ? Effect.void : Effect.asVoid(Fiber.await(actor.latest)))
+
+/** A reply as the actor runs it (after `ready`): whatever ends it, nothing stays pending and its events end. */
+const replyWork = <R>(
+  work: ConversationWork<R>,
+  request: ReplyRequest,
+  ready: Effect.Effect<void>,
+  run: (emit: Emit) => Effect.Effect<void, unknown, R>,
+  events: LiveReply["events"]
+) => {
+  const emit: Emit = (event) => Effect.asVoid(PubSub.publish(events, [event]))
+  const closePending = Effect.ignore(work.failPending({ userId: request.context.userId, conversationId: request.conversationId }))
+  return Effect.andThen(ready, Effect.suspend(() => run(emit))).pipe(
+    Effect.catchCause((cause) => Effect.andThen(Effect.logError("chat reply failed", cause), Effect.andThen(closePending, emit(failed)))),
+    Effect.onInterrupt(() => Effect.andThen(closePending, emit(shuttingDown))),
+    Effect.ensuring(Effect.asVoid(PubSub.publish(events, Exit.void)))
+  )
 }
 
+/** An approved tool call as the actor runs it (after `ready`): the caller gets the outcome; nothing stays pending. */
+const toolWork = <R>(
+  work: ConversationWork<R>,
+  decision: ToolDecision,
+  ready: Effect.Effect<void>,
+  run: Effect.Effect<ToolAnswer, ToolRunFailed, R>,
+  answer: Deferred.Deferred<ToolAnswer, ToolRefused | ToolRunFailed>
+) =>
+  Effect.andThen(ready, run).pipe(
+    Effect.onError(() => Effect.ignore(work.failPending({ userId: decision.context.userId, conversationId: decision.conversationId }))),
+    Effect.onExit((exit) => Deferred.done(answer, exit)),
+    Effect.exit,
+    Effect.asVoid
+  )
 
+/** One message of the mailbox: the database's decision, then (if admitted) the work on its fiber. */
+const handle = Effect.fnUntraced(function*<R>(actor: Actor<R>, job: Job<R>) {
+  if (job._tag === "Reply") {
+    const began = yield* Effect.exit(Effect.provideContext(actor.work.begin(job.request), job.context))
+    if (Exit.isFailure(began)) return yield* Deferred.failCause(job.answer, began.cause)
+    const events = yield* PubSub.unbounded<Take.Take<ChatEvent>>({ replay: REPLAY_ALL })
+    const fiber = yield* startWork(actor, job.context, replyWork(actor.work, job.request, afterLatest(actor), began.value, events))
+    actor.reply = { userId: job.request.context.userId, events, fiber }
+    return yield* Deferred.succeed(job.answer, Stream.fromPubSubTake(events))
+  }
+  const decided = yield* Effect.exit(Effect.provideContext(actor.work.decide(job.decision), job.context))
+  if (Exit.isFailure(decided)) return yield* Deferred.failCause(job.answer, decided.cause)
+  if (decided.value._tag === "Answered") return yield* Deferred.succeed(job.answer, decided.value.answer)
+  yield* startWork(actor, job.context, toolWork(actor.work, job.decision, afterLatest(actor), decided.value.run, job.answer))
+})
+
+// Defined once: an actor is spawned per conversation (README, Performance).
+const makeConversationActor = Effect.fnUntraced(function*<R>(work: ConversationWork<R>, retain: Effect.Effect<void, never, Scope.Scope>) {
+  const actor: Actor<R> = {
+    work,
+    scope: yield* Effect.scope,
+    mailbox: yield* Queue.bounded<Job<R>>(MAILBOX_SIZE),
+    retain,
+    latest: undefined,
+    reply: undefined
+  }
+  yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(actor.mailbox), (job) =>
+    // A caller whose job was cut short by the actor's end gets an answer all the same.
+    Effect.onInterrupt(handle(actor, job), () => Deferred.interrupt(job.answer as Deferred.Deferred<unknown, unknown>)))))
+  return actor
+})
+
+/** The registry of conversation actors: spawned on demand, stopped once idle (no caller, no work). */
+export const makeConversationActors = <R>(work: ConversationWork<R>) =>
+  Effect.gen(function*() {
+    const actors: RcMap.RcMap<string, Actor<R>> = yield* RcMap.make({
+      lookup: (conversationId: string) => makeConversationActor(work, Effect.asVoid(RcMap.get(actors, conversationId))),
+      idleTimeToLive: CONVERSATION_IDLE_TIME
+    })
+    const ask = <A, E>(conversationId: string, job: (answer: Deferred.Deferred<A, E>) => Job<R>) =>
+      Effect.scoped(Effect.flatMap(RcMap.get(actors, conversationId), (actor) =>
+        Effect.flatMap(Deferred.make<A, E>(), (answer) => Effect.andThen(Queue.offer(actor.mailbox, job(answer)), Deferred.await(answer)))))
+    // Combinators, not generators written inline per call (README, Performance).
+    const shape: ConversationActorsShape<R> = {
+      reply: (request) =>
+        isUuid(request.conversationId)
+          ? Effect.contextWith((context: Context.Context<R>) =>
+            ask<Stream.Stream<ChatEvent>, ReplyRefused>(request.conversationId, (answer) => ({ _tag: "Reply", request, context, answer }))
+          )
+          : Effect.fail(new ConversationNotFound()),
+      executeTool: (decision) =>
+        isUuid(decision.conversationId)
+          ? Effect.contextWith((context: Context.Context<R>) =>
+            ask<ToolAnswer, ToolRefused | ToolRunFailed>(decision.conversationId, (answer) => ({ _tag: "ExecuteTool", decision, context, answer }))
+          )
+          : Effect.fail(new ConversationNotFound())
+    }
+    return shape
+  })
+
+export class ConversationActors extends Context.Service<ConversationActors, ConversationActorsShape<ChatWorkServices>>()("plinth/ConversationActors") {
+  static readonly layer = Layer.effect(ConversationActors, Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    const guard = yield* SqlGuard
+    const work: ConversationWork<ChatWorkServices> = chatWork({ guard, maxSteps: config.chatMaxSteps })
+    return ConversationActors.of(yield* makeConversationActors(work))
+  }))
+}

@@ -61,7 +61,7 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   }))
 
 /** What the chat service's handlers stand on, besides the tenant of each request. */
-const ChatDependencies = Layer.mergeAll(AccessTokensLive, ModelLive, SqlGuard.layer, ConversationActors.layer)
+const ChatDependencies = Layer.mergeAll(AccessTokensLive, ModelLive, ConversationActors.layer.pipe(Layer.provideMerge(SqlGuard.layer)))
 
 /** The chat service, connected as `chat_authenticator`. */
 export const chatService = (listen: ListenOptions, databaseUrl: string) =>

@@ -2,8 +2,9 @@
  * The agentic loop of one reply (spec §4.8, §6.2): prompt the model with the conversation and the
  * caller's current schema, stream its text, run each tool call it makes as the caller (each
  * persisted as its own message), feed the results back, and repeat until it answers with plain
- * text or the step bound is reached. Everything the client should see goes to `emit`; everything
- * that happened is in the database, whether or not anyone is still listening.
+ * text or the step bound is reached (which leaves the conversation for /continue to resume).
+ * Everything the client should see goes to `emit`; everything that happened is in the database,
+ * whether or not anyone is still listening.
  */
 import { Effect, Fiber, Option, Stream } from "effect"
 import type { SqlError } from "effect/sql"
@@ -120,14 +121,14 @@ const ownedBy = (options: TurnOptions) => ({ userId: options.context.userId, con
  * reads or shows something has nothing to record until its result (the message is already
  * pending), and a write less on its way. Returns the message as it is to be stored, and `store`,
  * which stores it with its result (the step's last call adding the reply's next placeholder in
- * the same statement) and then tells the client.
+ * the same statement, unless the step bound ends the reply there) and then tells the client.
  */
 const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   options: TurnOptions,
   messageId: string,
   call: ToolCall,
   text: string | undefined,
-  lastOfStep: boolean
+  addNext: boolean
 ) {
   const content: MessageContent = { type: "tool_call", tool_calls: [call], ...(text === undefined ? {} : { text }) }
   const mode = toolMode(call.name)
@@ -141,7 +142,7 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
     : { error: (outcome.failure as ToolFailed).message }
   const done: MessageContent = { ...content, tool_result: toolResult }
   const status = outcome._tag === "Success" ? "complete" : "error"
-  const store = storeToolResult(options, { messageId, done, status, toolResult, quiet: mode === "query", lastOfStep })
+  const store = storeToolResult(options, { messageId, done, status, toolResult, quiet: mode === "query", addNext })
   // `ran` stands in the turn's history until `store` answers with the row (its created_at is the
   // database's; the model's history has no use for it).
   return { ran: { id: messageId, role: "assistant", content: done, status, created_at: "" } satisfies Message, store }
@@ -156,10 +157,11 @@ const storeToolResult = Effect.fnUntraced(function*(options: TurnOptions, result
   readonly toolResult: Readonly<Record<string, unknown>>
   /** select_data's: the client saw only a status line, which this clears. */
   readonly quiet: boolean
-  readonly lastOfStep: boolean
+  /** The step's last call, when another step may follow: the next placeholder is added with it. */
+  readonly addNext: boolean
 }) {
   const { done, messageId, status } = result
-  const [saved, next] = result.lastOfStep
+  const [saved, next] = result.addNext
     ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
     : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
   if (result.quiet) yield* options.emit({ event: "status", data: { text: "" } })
@@ -233,7 +235,7 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
         messageId,
         { id: use.id, name: use.name, args: use.input },
         index === 0 && text.trim() !== "" ? text : undefined,
-        lastOfStep
+        lastOfStep && step < options.maxSteps - 1
       )
       remember(ran)
       const keep = Effect.map(store, ({ next, saved }) => {
@@ -245,7 +247,8 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
       else yield* keep
     }
   }
+  // The bound ends the reply after a step's tool calls, with no placeholder after them: the
+  // latest message is a tool call with its result, which is where POST /continue resumes.
   yield* stored
-  yield* saveMessage(owned, placeholderId, { type: "text", text: `Stopped after ${options.maxSteps} steps.` }, "error")
-  yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped` } })
+  yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped; continue resumes it` } })
 })

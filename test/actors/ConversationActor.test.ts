@@ -1,81 +1,308 @@
 /**
- * ConversationActor: jobs of one conversation run one at a time, in arrival order; jobs of
- * different conversations run side by side; a failing job does not stop the mailbox.
+ * ConversationActor with a conversation's work faked in memory (the same rules as sys.begin_turn
+ * and claimApproval): chat, continue and execute-tool of one conversation are admitted one at a
+ * time and their work never overlaps; every caller gets an answer; nothing stays pending, whatever
+ * fails; a reply runs on the actor, not on its caller, and its events can be read from the first at
+ * any time; conversations proceed side by side; closing the actors closes what was left pending.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Deferred, Effect, Exit, Fiber, Logger, Option, type Scope, Stream } from "effect"
 import fc from "fast-check"
-import { ConversationActors } from "../../src/actors/ConversationActor.ts"
+import { makeConversationActors } from "../../src/actors/ConversationActor.ts"
+import type { ChatEvent } from "../../src/services/ChatTurn.ts"
+import { ConversationNotFound, MessageNotFound, TurnRefused } from "../../src/services/Conversations.ts"
+import type {
+  ConversationWork,
+  Emit,
+  ReplyRefused,
+  ReplyRequest,
+  ToolDecided,
+  ToolDecision,
+  ToolRefused
+} from "../../src/services/ConversationWork.ts"
 
-const run = <A, E>(effect: Effect.Effect<A, E, ConversationActors>) =>
-  Effect.runPromise(effect.pipe(Effect.provide(ConversationActors.layer)))
+type Status = "pending" | "pending_approval" | "complete" | "rejected" | "error"
+interface FakeMessage {
+  readonly id: string
+  readonly role: "user" | "assistant"
+  kind: "text" | "tool_call"
+  status: Status
+}
+
+/** How a fake reply ends: text, a tool call, a model failure, a defect; after `sleep` ms, or when `gate` opens. */
+interface Plan {
+  readonly ending: "text" | "tool" | "fails" | "dies"
+  readonly sleep: number
+  readonly gate?: Deferred.Deferred<void>
+}
+
+const C1 = "00000000-0000-4000-8000-000000000001"
+const C2 = "00000000-0000-4000-8000-000000000002"
+const caller = { role: "owner", userId: "00000000-0000-4000-8000-0000000000aa" } as const
+
+/** A conversation's work in memory; it counts work that overlaps. */
+const fakeWork = () => {
+  const conversations = new Map<string, Array<FakeMessage>>()
+  const plans = new Map<string, Plan>()
+  const admissions: Array<string> = []
+  let running = 0
+  let overlaps = 0
+  let ids = 0
+  const add = (conversationId: string, role: FakeMessage["role"], kind: FakeMessage["kind"], status: Status) => {
+    const message: FakeMessage = { id: `m${ids++}`, role, kind, status }
+    conversations.get(conversationId)!.push(message)
+    return message
+  }
+  const inside = <A, E>(effect: Effect.Effect<A, E>) =>
+    Effect.sync(() => {
+      running++
+      if (running > 1) overlaps++
+    }).pipe(Effect.andThen(effect), Effect.ensuring(Effect.sync(() => running--)))
+  const wait = (plan: Plan) => (plan.gate === undefined ? Effect.sleep(`${plan.sleep} millis`) : Deferred.await(plan.gate))
+
+  const run = (placeholder: FakeMessage, plan: Plan, emit: Emit) =>
+    inside(Effect.gen(function*() {
+      yield* emit({ event: "token", data: { text: "thinking" } })
+      yield* wait(plan)
+      if (plan.ending === "fails") return yield* Effect.fail("the model failed")
+      if (plan.ending === "dies") return yield* Effect.die("a defect")
+      placeholder.kind = plan.ending === "tool" ? "tool_call" : "text"
+      placeholder.status = "complete"
+      yield* emit({ event: "done", data: { message: { id: placeholder.id, role: "assistant", content: { type: "text", text: "" }, status: "complete" } } })
+    }))
+
+  const work: ConversationWork<never> = {
+    begin: (request: ReplyRequest) =>
+      Effect.suspend((): Effect.Effect<(emit: Emit) => Effect.Effect<void, unknown>, ReplyRefused> => {
+        const messages = conversations.get(request.conversationId)
+        if (messages === undefined) return Effect.fail(new ConversationNotFound())
+        admissions.push(request.start.kind === "chat" ? request.start.content : "continue")
+        const latest = messages.at(-1)
+        if (latest?.status === "pending") return Effect.fail(new TurnRefused({ message: "a reply is in progress" }))
+        const resumable = latest !== undefined && latest.kind === "tool_call" && (latest.status === "complete" || latest.status === "error")
+        if (request.start.kind === "continue" && !resumable) return Effect.fail(new TurnRefused({ message: "nothing to continue" }))
+        if (request.start.kind === "chat") add(request.conversationId, "user", "text", "complete")
+        const placeholder = add(request.conversationId, "assistant", "text", "pending")
+        const plan = plans.get(request.start.kind === "chat" ? request.start.content : "continue") ?? { ending: "text", sleep: 0 }
+        return Effect.succeed((emit: Emit) => run(placeholder, plan, emit))
+      }),
+    decide: (decision: ToolDecision) =>
+      Effect.suspend((): Effect.Effect<ToolDecided<never>, ToolRefused> => {
+        const messages = conversations.get(decision.conversationId)
+        if (messages === undefined) return Effect.fail(new ConversationNotFound())
+        admissions.push(`execute ${decision.messageId}`)
+        const message = messages.find((candidate) => candidate.id === decision.messageId)
+        if (message === undefined) return Effect.fail(new MessageNotFound())
+        if (message.status === "complete" || message.status === "rejected" || message.status === "error") {
+          return Effect.succeed({ _tag: "Answered", answer: { status: message.status, already_processed: true } } as const)
+        }
+        if (message.status !== "pending_approval") return Effect.fail(new TurnRefused({ message: "not waiting for approval" }))
+        message.status = decision.approved ? "pending" : "rejected"
+        if (!decision.approved) return Effect.succeed({ _tag: "Answered", answer: { status: "rejected", result: null, error: null } } as const)
+        const plan = plans.get(`execute ${decision.messageId}`) ?? { ending: "tool", sleep: 0 }
+        return Effect.succeed({
+          _tag: "Run",
+          run: inside(Effect.andThen(wait(plan), Effect.sync(() => {
+            message.status = "complete"
+            return { status: "complete", result: "ran", error: null } as const
+          })))
+        } as const)
+      }),
+    failPending: (owned) =>
+      Effect.sync(() => {
+        for (const message of conversations.get(owned.conversationId) ?? []) if (message.status === "pending") message.status = "error"
+      })
+  }
+  return {
+    work,
+    conversations,
+    plans,
+    admissions,
+    add,
+    open: (conversationId: string) => conversations.set(conversationId, []),
+    overlaps: () => overlaps,
+    running: () => running,
+    pending: () => [...conversations.values()].flat().filter((message) => message.status === "pending").length
+  }
+}
+
+const chatIn = (conversationId: string, content: string): ReplyRequest => ({ context: caller, conversationId, start: { kind: "chat", content } })
+const continueIn = (conversationId: string): ReplyRequest => ({ context: caller, conversationId, start: { kind: "continue" } })
+const approve = (conversationId: string, messageId: string, approved = true): ToolDecision => ({
+  context: caller,
+  conversationId,
+  messageId,
+  approved,
+  args: Option.none()
+})
+/** Runs a test's program in a scope of its own (the actors close with it), without log output. */
+const run = <A, E>(program: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(Logger.layer([]))))
+/** Waits until `condition` holds (what the actors' fibers do happens between the test's steps). */
+const until = (condition: () => boolean) => Effect.repeat(Effect.sleep("1 millis"), { until: condition })
+const collect = (events: Stream.Stream<ChatEvent>) => Effect.map(Stream.runCollect(events), (all) => Array.from(all, (event) => event.event))
+
+const expectedRefusal = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isSuccess(exit) ||
+  (Exit.isFailure(exit) && exit.cause.reasons.every((reason) => reason._tag === "Fail" && ["TurnRefused", "MessageNotFound"].includes((reason.error as { _tag: string })._tag)))
 
 describe("ConversationActors", () => {
-  it("property: concurrent jobs of one conversation never overlap, and every job gets its own answer", async () => {
+  it("property: concurrent chat/continue/execute-tool on one conversation never overlap, every caller is answered, nothing stays pending", async () => {
+    const operation = fc.record({
+      kind: fc.constantFrom("chat", "continue", "execute", "reject"),
+      ending: fc.constantFrom("text", "tool", "fails", "dies"),
+      sleep: fc.integer({ min: 0, max: 3 }),
+      stagger: fc.integer({ min: 0, max: 4 }),
+      // Whether the caller reads its reply's events as they come, or only after everyone was answered.
+      readsAtOnce: fc.boolean()
+    })
     await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.record({ conversation: fc.constantFrom("a", "b", "c"), sleep: fc.integer({ min: 0, max: 3 }), fails: fc.boolean() }), {
-          minLength: 1,
-          maxLength: 40
-        }),
-        async (jobs) => {
-          const running = new Map<string, number>()
-          let overlaps = 0
-          const results = await run(Effect.gen(function*() {
-            const actors = yield* ConversationActors
-            return yield* Effect.forEach(jobs, (job, index) =>
-              actors.exclusive(job.conversation, Effect.gen(function*() {
-                const inside = (running.get(job.conversation) ?? 0) + 1
-                running.set(job.conversation, inside)
-                if (inside > 1) overlaps++
-                yield* Effect.sleep(`${job.sleep} millis`)
-                running.set(job.conversation, (running.get(job.conversation) ?? 1) - 1)
-                if (job.fails) return yield* Effect.fail(`job ${index} failed`)
-                return index
-              })).pipe(Effect.exit), { concurrency: "unbounded" })
-          }))
-          expect(overlaps).toBe(0)
-          results.forEach((exit, index) => {
-            if (jobs[index]!.fails) expect(Exit.isFailure(exit)).toBe(true)
-            else expect(exit).toEqual(Exit.succeed(index))
-          })
+      fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 16 }), async (operations) => {
+        const fake = fakeWork()
+        fake.open(C1)
+        fake.add(C1, "user", "text", "complete")
+        const legacy = fake.add(C1, "assistant", "tool_call", "pending_approval")
+        fake.add(C1, "assistant", "tool_call", "complete")
+        fake.plans.set(`execute ${legacy.id}`, { ending: "tool", sleep: 2 })
+        const outcome = await run(Effect.gen(function*() {
+          const actors = yield* makeConversationActors(fake.work)
+          const answers = yield* Effect.forEach(operations, (operation, index) => {
+            fake.plans.set(`chat ${index}`, { ending: operation.ending, sleep: operation.sleep })
+            const request = operation.kind === "chat" ? chatIn(C1, `chat ${index}`) : continueIn(C1)
+            const call: Effect.Effect<unknown, unknown> = operation.kind === "chat" || operation.kind === "continue"
+              ? Effect.flatMap(actors.reply(request), (events): Effect.Effect<unknown> =>
+                operation.readsAtOnce ? Effect.map(collect(events), (read) => ({ read })) : Effect.succeed(events))
+              : actors.executeTool(approve(C1, legacy.id, operation.kind === "execute"))
+            return Effect.andThen(Effect.sleep(`${operation.stagger} millis`), Effect.exit(call))
+          }, { concurrency: "unbounded" })
+          // Replies not read yet are read now, from their first event.
+          const events = yield* Effect.forEach(answers, (exit) =>
+            Exit.isSuccess(exit) && Stream.isStream(exit.value)
+              ? collect(exit.value as Stream.Stream<ChatEvent>)
+              : Effect.succeed(Exit.isSuccess(exit) && typeof exit.value === "object" && exit.value !== null && "read" in exit.value
+                ? (exit.value as { read: Array<string> }).read
+                : undefined))
+          return { answers, events }
+        }))
+        expect(fake.overlaps()).toBe(0)
+        expect(fake.running()).toBe(0)
+        expect(fake.pending()).toBe(0)
+        outcome.answers.forEach((exit) => expect(expectedRefusal(exit), String(exit)).toBe(true))
+        for (const events of outcome.events) {
+          if (events === undefined) continue
+          // Every reply's events, from the first to its end, whenever they were read.
+          expect(events[0]).toBe("token")
+          expect(["done", "error"]).toContain(events.at(-1))
         }
-      ),
+      }),
       { numRuns: 60 }
     )
   })
 
-  it("runs one conversation's jobs in arrival order", async () => {
-    const order: Array<number> = []
-    await run(Effect.gen(function*() {
-      const actors = yield* ConversationActors
-      yield* Effect.forEach([0, 1, 2, 3, 4, 5, 6, 7], (n) =>
-        actors.exclusive("x", Effect.andThen(Effect.sleep(`${(8 - n) % 3} millis`), Effect.sync(() => order.push(n)))), {
-        concurrency: "unbounded"
-      })
+  it("a reply runs on the actor: the caller that stops reading stops nothing, and its events stay readable from the first", async () => {
+    const fake = fakeWork()
+    fake.open(C1)
+    const gate = Effect.runSync(Deferred.make<void>())
+    fake.plans.set("hello", { ending: "text", sleep: 0, gate })
+    const result = await run(Effect.gen(function*() {
+      const actors = yield* makeConversationActors(fake.work)
+      const events = yield* actors.reply(chatIn(C1, "hello"))
+      // The caller reads one event, then goes away (a client that disconnects).
+      const first = yield* Stream.runHead(events)
+      const runningAfterCallerLeft = fake.running()
+      const meanwhile = yield* Effect.exit(actors.reply(chatIn(C1, "again")))
+      yield* Deferred.succeed(gate, undefined)
+      // Read again from the first event: the actor still has them, and the reply ended.
+      return { first, runningAfterCallerLeft, meanwhile, all: yield* collect(events) }
     }))
-    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+    expect(Option.getOrUndefined(result.first)?.event).toBe("token")
+    expect(result.runningAfterCallerLeft).toBe(1)
+    expect(Exit.isFailure(result.meanwhile)).toBe(true)
+    expect(result.all).toEqual(["token", "done"])
+    expect(fake.conversations.get(C1)!.map((message) => [message.role, message.status])).toEqual([["user", "complete"], ["assistant", "complete"]])
+  })
+
+  it("a finished reply's events are read in full by a reader that comes late", async () => {
+    const fake = fakeWork()
+    fake.open(C1)
+    const events = await run(Effect.gen(function*() {
+      const actors = yield* makeConversationActors(fake.work)
+      const stream = yield* actors.reply(chatIn(C1, "late"))
+      // The reply ends before anyone reads it.
+      yield* until(() => fake.conversations.get(C1)!.at(-1)!.status === "complete")
+      return yield* collect(stream)
+    }))
+    expect(fake.conversations.get(C1)!.at(-1)!.status).toBe("complete")
+    expect(events).toEqual(["token", "done"])
+  })
+
+  it("closing the actors (the service shutting down) interrupts running work: nothing stays pending, the events end with an error", async () => {
+    const fake = fakeWork()
+    fake.open(C1)
+    fake.add(C1, "user", "text", "complete")
+    const legacy = fake.add(C1, "assistant", "tool_call", "pending_approval")
+    fake.add(C1, "assistant", "tool_call", "complete")
+    const never = Effect.runSync(Deferred.make<void>())
+    fake.plans.set("forever", { ending: "text", sleep: 0, gate: never })
+    fake.plans.set(`execute ${legacy.id}`, { ending: "tool", sleep: 0, gate: never })
+    const { stream, tool } = await run(Effect.gen(function*() {
+      const actors = yield* makeConversationActors(fake.work)
+      // The approved call runs; the reply is admitted (the latest message is not pending) and waits behind it.
+      const tool = yield* Effect.forkDetach(Effect.exit(actors.executeTool(approve(C1, legacy.id))))
+      yield* until(() => legacy.status === "pending")
+      const stream = yield* actors.reply(chatIn(C1, "forever"))
+      return { stream, tool }
+    }))
+    expect(fake.pending()).toBe(0)
+    expect(fake.conversations.get(C1)!.map((message) => message.status)).toEqual(["complete", "error", "complete", "complete", "error"])
+    expect(await Effect.runPromise(collect(stream))).toEqual(["error"])
+    expect(Exit.isFailure(await Effect.runPromise(Fiber.join(tool)))).toBe(true)
   })
 
   it("lets different conversations proceed side by side", async () => {
-    const started = Date.now()
-    await run(Effect.gen(function*() {
-      const actors = yield* ConversationActors
-      yield* Effect.forEach(["a", "b", "c", "d"], (id) => actors.exclusive(id, Effect.sleep("100 millis")), { concurrency: "unbounded" })
+    const fake = fakeWork()
+    fake.open(C1)
+    fake.open(C2)
+    const gate = Effect.runSync(Deferred.make<void>())
+    fake.plans.set("slow", { ending: "text", sleep: 0, gate })
+    const events = await run(Effect.gen(function*() {
+      const actors = yield* makeConversationActors(fake.work)
+      const slow = yield* actors.reply(chatIn(C1, "slow"))
+      // C2's reply ends while C1's is still running.
+      const quick = yield* collect(yield* actors.reply(chatIn(C2, "quick")))
+      const slowStillRunning = fake.conversations.get(C1)!.at(-1)!.status
+      yield* Deferred.succeed(gate, undefined)
+      return { quick, slowStillRunning, slow: yield* collect(slow) }
     }))
-    // Four 100 ms jobs in parallel, not 400 ms in a row (a bound with plenty of room, not a timing target).
-    expect(Date.now() - started).toBeLessThan(350)
+    expect(events).toEqual({ quick: ["token", "done"], slowStillRunning: "pending", slow: ["token", "done"] })
   })
 
-  it("keeps serving after a failed and after a defective job", async () => {
+  it("admits one conversation's calls in arrival order, and keeps serving after a failed and a defective reply", async () => {
+    const fake = fakeWork()
+    fake.open(C1)
+    fake.plans.set("fails", { ending: "fails", sleep: 0 })
+    fake.plans.set("dies", { ending: "dies", sleep: 0 })
+    const gate = Effect.runSync(Deferred.make<void>())
+    fake.plans.set("first", { ending: "text", sleep: 0, gate })
     const result = await run(Effect.gen(function*() {
-      const actors = yield* ConversationActors
-      const failed = yield* Effect.exit(actors.exclusive("z", Effect.fail("no")))
-      const died = yield* Effect.exit(actors.exclusive("z", Effect.die("boom")))
-      const next = yield* actors.exclusive("z", Effect.succeed("still here"))
-      return { failed: Exit.isFailure(failed), died: Exit.isFailure(died), next }
+      const actors = yield* makeConversationActors(fake.work)
+      const refused = yield* Effect.forEach(["first", "second", "third", "fourth"], (content) => Effect.exit(actors.reply(chatIn(C1, content))), {
+        concurrency: "unbounded"
+      })
+      yield* Deferred.succeed(gate, undefined)
+      const first = yield* collect((refused[0] as Exit.Success<Stream.Stream<ChatEvent>>).value)
+      const failed = yield* collect(yield* actors.reply(chatIn(C1, "fails")))
+      const died = yield* collect(yield* actors.reply(chatIn(C1, "dies")))
+      const next = yield* collect(yield* actors.reply(chatIn(C1, "still here")))
+      return { admitted: refused.map(Exit.isSuccess), first, failed, died, next }
     }))
-    expect(result).toEqual({ failed: true, died: true, next: "still here" })
+    expect(fake.admissions.slice(0, 4)).toEqual(["first", "second", "third", "fourth"])
+    expect(result).toEqual({
+      admitted: [true, false, false, false],
+      first: ["token", "done"],
+      failed: ["token", "error"],
+      died: ["token", "error"],
+      next: ["token", "done"]
+    })
+    expect(fake.pending()).toBe(0)
   })
 })
-

@@ -283,8 +283,8 @@ describe("the step bound", () => {
     const stored = await messagesInDatabase(stack, id)
     expect(stored.map((message) => [message.role, message.status, message.content["type"]])).toEqual([
       ["user", "complete", "text"],
-      ...Array.from({ length: MAX_STEPS }, () => ["assistant", "complete", "tool_call"]),
-      ["assistant", "error", "text"]
+      // The latest message is the last tool call (issue #20): /continue resumes it (StepBound.test.ts).
+      ...Array.from({ length: MAX_STEPS }, () => ["assistant", "complete", "tool_call"])
     ])
     expect(await pendingIn(stack, id)).toBe(0)
     turns.always(undefined)

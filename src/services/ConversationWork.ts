@@ -1,0 +1,125 @@
+/**
+ * What a conversation's work is made of, as its actor (src/actors/ConversationActor.ts) runs it:
+ * starting a reply (sys.begin_turn decides whose turn it is, across every instance), running it
+ * (ChatTurn), deciding a legacy `pending_approval` tool call and running an approved one, and
+ * closing what an interrupted piece of work left pending. The actor decides when each runs and on
+ * which fiber; this module decides what each does.
+ */
+import { Effect, Option } from "effect"
+import type { SqlError } from "effect/sql"
+import { runTool, type ToolFailed } from "./ChatTools.ts"
+import { type ChatEvent, runTurn } from "./ChatTurn.ts"
+import * as Conversations from "./Conversations.ts"
+import type { RequestContext } from "./RequestContext.ts"
+import type { SqlGuard } from "./SqlGuard.ts"
+
+/** chat or continue, as the caller asked for it. */
+export interface ReplyRequest {
+  /** The caller (owner or admin), their user id and app: tools run as them. */
+  readonly context: RequestContext
+  readonly conversationId: string
+  readonly start: Conversations.TurnStart
+}
+
+/** execute-tool, as the caller asked for it (spec §4.8). */
+export interface ToolDecision {
+  readonly context: RequestContext
+  readonly conversationId: string
+  readonly messageId: string
+  /** false rejects the call. */
+  readonly approved: boolean
+  /** Arguments the user edited, used instead of the model's. */
+  readonly args: Option.Option<Readonly<Record<string, unknown>>>
+}
+
+/** execute-tool's answer: the outcome, or that the message had been decided before. */
+export type ToolAnswer =
+  | { readonly status: "complete" | "rejected" | "error"; readonly result: unknown; readonly error: string | null }
+  | { readonly status: "complete" | "rejected" | "error"; readonly already_processed: true }
+
+export type Emit = (event: ChatEvent) => Effect.Effect<void>
+
+export type ReplyRefused = Conversations.ConversationNotFound | Conversations.TurnRefused | SqlError.SqlError
+export type ToolRefused = Conversations.ConversationNotFound | Conversations.MessageNotFound | Conversations.TurnRefused | SqlError.SqlError
+export type ToolRunFailed = Conversations.ConversationNotFound | SqlError.SqlError
+
+/** A decided tool call: answered at once (already decided, or rejected), or a run still to do. */
+export type ToolDecided<R> =
+  | { readonly _tag: "Answered"; readonly answer: ToolAnswer }
+  | { readonly _tag: "Run"; readonly run: Effect.Effect<ToolAnswer, ToolRunFailed, R> }
+
+export interface ConversationWork<R> {
+  /** Starts a reply in the database; answers the reply to run (it tells `emit` what the client should see). */
+  readonly begin: (request: ReplyRequest) => Effect.Effect<(emit: Emit) => Effect.Effect<void, unknown, R>, ReplyRefused, R>
+  /** Claims a `pending_approval` message for execute-tool. */
+  readonly decide: (decision: ToolDecision) => Effect.Effect<ToolDecided<R>, ToolRefused, R>
+  /** After work that failed or was interrupted: nothing of the conversation may stay `pending`. */
+  readonly failPending: (owned: Conversations.OwnedConversation) => Effect.Effect<void, unknown, R>
+}
+
+const ownedBy = (request: { readonly context: RequestContext; readonly conversationId: string }): Conversations.OwnedConversation => ({
+  userId: request.context.userId,
+  conversationId: request.conversationId
+})
+
+// Defined once, not as a generator written inline per call (README, Performance).
+const begin = Effect.fnUntraced(function*(guard: SqlGuard["Service"], maxSteps: number, request: ReplyRequest) {
+  const { context, conversationId, start } = request
+  const started = yield* Conversations.beginTurn(context.userId, conversationId, start)
+  const titleFrom = started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none<string>()
+  return (emit: Emit) =>
+    runTurn({ context, conversationId, placeholderId: started.placeholderId, history: started.history, titleFrom, maxSteps, guard, emit })
+})
+
+/** Runs an approved call as the caller and stores it with its result (the message is `pending` until then). */
+const runApproved = Effect.fnUntraced(function*(
+  guard: SqlGuard["Service"],
+  decision: ToolDecision,
+  claimed: Extract<Conversations.Approval, { _tag: "Claimed" }>
+) {
+  const args = Option.getOrElse(decision.args, () => claimed.call.args)
+  const call = { ...claimed.call, args }
+  const outcome = yield* Effect.result(runTool(guard, decision.context, call.name, args))
+  const toolResult = outcome._tag === "Success" ? { result: outcome.success } : { error: (outcome.failure as ToolFailed).message }
+  yield* Conversations.saveMessage(
+    ownedBy(decision),
+    claimed.message.id,
+    { ...claimed.content, tool_calls: [call], tool_result: toolResult },
+    outcome._tag === "Success" ? "complete" : "error"
+  )
+  return outcome._tag === "Success"
+    ? { status: "complete" as const, result: outcome.success, error: null }
+    : { status: "error" as const, result: null, error: (outcome.failure as ToolFailed).message }
+})
+
+const decide = Effect.fnUntraced(function*(guard: SqlGuard["Service"], decision: ToolDecision) {
+  // Claimed in one transaction: a second call finds the message no longer pending_approval.
+  const claimed = yield* Conversations.claimApproval(decision.context.userId, decision.conversationId, decision.messageId)
+  if (claimed._tag === "AlreadyProcessed") {
+    return { _tag: "Answered", answer: { status: claimed.status, already_processed: true } } as const
+  }
+  if (!decision.approved) {
+    yield* Conversations.saveMessage(
+      ownedBy(decision),
+      claimed.message.id,
+      { ...claimed.content, tool_result: { result: "rejected by the user" } },
+      "rejected"
+    )
+    return { _tag: "Answered", answer: { status: "rejected", result: null, error: null } } as const
+  }
+  return { _tag: "Run", run: runApproved(guard, decision, claimed) } as const
+})
+
+/** The chat service's work: replies with the model and tools, tool calls run as the caller. */
+export const chatWork = (options: { readonly guard: SqlGuard["Service"]; readonly maxSteps: number }) => ({
+  begin: (request: ReplyRequest) => begin(options.guard, options.maxSteps, request),
+  decide: (decision: ToolDecision) => decide(options.guard, decision),
+  failPending: Conversations.failPending
+})
+
+/** What the chat service's work needs from the caller's context (the tenant's database, the model). */
+export type ChatWorkServices =
+  | Effect.Services<ReturnType<ReturnType<typeof chatWork>["begin"]>>
+  | Effect.Services<ReturnType<typeof runTurn>>
+  | Effect.Services<ReturnType<ReturnType<typeof chatWork>["decide"]>>
+  | Effect.Services<ReturnType<typeof runApproved>>
