@@ -150,7 +150,7 @@ const handle = Effect.fnUntraced(function*<R>(actor: Actor<R>, job: Job<R>) {
   yield* startWork(actor, job.context, toolWork(actor.work, job.decision, afterLatest(actor), decided.value.run, job.answer))
 })
 
-// Defined once: an actor is spawned per conversation (README, Performance).
+// Defined once: an actor is spawned per conversation (docs/performance-notes.md).
 const makeConversationActor = Effect.fnUntraced(function*<R>(work: ConversationWork<R>, retain: Effect.Effect<void, never, Scope.Scope>) {
   const actor: Actor<R> = {
     work,
@@ -176,7 +176,7 @@ export const makeConversationActors = <R>(work: ConversationWork<R>) =>
     const ask = <A, E>(conversationId: string, job: (answer: Deferred.Deferred<A, E>) => Job<R>) =>
       Effect.scoped(Effect.flatMap(RcMap.get(actors, conversationId), (actor) =>
         Effect.flatMap(Deferred.make<A, E>(), (answer) => Effect.andThen(Queue.offer(actor.mailbox, job(answer)), Deferred.await(answer)))))
-    // Combinators, not generators written inline per call (README, Performance).
+    // Combinators, not generators written inline per call.
     const shape: ConversationActorsShape<R> = {
       reply: (request) =>
         isUuid(request.conversationId)

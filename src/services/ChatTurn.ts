@@ -149,7 +149,7 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
 })
 
 /** Stores a tool call with its result (see runToolCall), then tells the client. */
-// Defined once, not as a generator written inline per call (StatementConnections' roundTrip says why).
+// Defined once, not as a generator written inline per call (docs/performance-notes.md says why).
 const storeToolResult = Effect.fnUntraced(function*(options: TurnOptions, result: {
   readonly messageId: string
   readonly done: MessageContent

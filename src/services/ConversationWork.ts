@@ -62,7 +62,7 @@ const ownedBy = (request: { readonly context: RequestContext; readonly conversat
   conversationId: request.conversationId
 })
 
-// Defined once, not as a generator written inline per call (README, Performance).
+// Defined once, not as a generator written inline per call (docs/performance-notes.md).
 const begin = Effect.fnUntraced(function*(guard: SqlGuard["Service"], maxSteps: number, request: ReplyRequest) {
   const { context, conversationId, start } = request
   const started = yield* Conversations.beginTurn(context.userId, conversationId, start)
