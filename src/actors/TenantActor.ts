@@ -118,8 +118,8 @@ const TICK: Message = { _tag: "Tick" }
 export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: TenantActorOptions) {
   const pg = yield* PgClient.PgClient
   const maxStreamsPerUser = options.maxStreamsPerUser ?? DEFAULT_MAX_STREAMS_PER_USER
-  // Unbounded, and offered to without waiting: every message but attach comes from this actor's
-  // own fibers or a finalizer, and the actor never blocks while handling one.
+  // Unbounded, and offered to without waiting: messages come from the actor's own fibers and one
+  // attach and one detach per event stream, and the actor never blocks while handling one.
   const mailbox = yield* Queue.unbounded<Message>()
   let stopped = false
   const send = (message: Message) => !stopped && Queue.offerUnsafe(mailbox, message)
