@@ -242,7 +242,6 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   const listenOnce = Effect.scoped(Effect.gen(function*() {
     // Pinned once for both: a second pin of the same session would wait for the first to end.
     const connection = yield* Effect.flatMap(connect, (connection) => connection.pin)
-    // page_change first: pg_stat_activity shows the connection's last statement, `LISTEN "plinth_catalog"`.
     const pages = yield* connection.listen(PAGE_CHANNEL)
     const catalog = yield* connection.listen(CATALOG_CHANNEL)
     retryDelay = RETRY_FIRST
