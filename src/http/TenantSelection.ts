@@ -9,11 +9,11 @@ import { Context, Effect, Layer, Option, type Scope } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import type { TenantActor } from "../actors/TenantActor.ts"
-import type { TenantsExhausted, TenantUnavailable, UnknownTenant } from "../actors/Tenants.ts"
 import type { AppRegistry } from "../services/AppRegistry.ts"
 import type { CatalogWatch } from "../services/CatalogWatch.ts"
 import type { Introspection } from "../services/Introspection.ts"
 import type { StatementConnections } from "../services/StatementConnections.ts"
+import type { TenantsExhausted, TenantUnavailable, UnknownTenant } from "../services/Tenants.ts"
 import { TENANT_NAME } from "../services/TenantName.ts"
 
 /** Everything that is per tenant. */

@@ -2,42 +2,35 @@
  * Per-tenant services, and where a request's tenant comes from: the process's own database
  * (single-tenant mode), or the registry and a database per tenant (multi-tenant mode).
  */
-import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { TenantActor } from "../actors/TenantActor.ts"
-import { makeTenants } from "../actors/Tenants.ts"
 import { TenantSource } from "../http/TenantSelection.ts"
 import { AppRegistry } from "../services/AppRegistry.ts"
-import { CatalogWatch } from "../services/CatalogWatch.ts"
 import { Introspection } from "../services/Introspection.ts"
-import { makeJsonColumnTypes } from "../services/JsonColumnTypes.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
-import { StatementConnections } from "../services/StatementConnections.ts"
+import { makeTenants } from "../services/Tenants.ts"
 import { deriveTenantTemplate, tenantUrl } from "../services/TenantName.ts"
 
+/** Connections of each of a tenant's pools (the caller pool, the statement connections). */
 const POOL_SIZE = 20
-
-export const pool = (url: string) =>
-  PgClient.layer({ url: Redacted.make(url), maxConnections: POOL_SIZE, applicationName: "plinth", types: makeJsonColumnTypes() })
 
 /** Work a service does on a tenant's database as the tenant starts (the chat service's recovery). */
 export type TenantStart = Effect.Effect<void, never, SqlClient.SqlClient>
 
-/** One tenant's pool, event fan-out and catalog caches (one LISTEN connection each for both). */
+/** One tenant: its actor (which owns the pools and the LISTEN connection) and its catalog caches. */
 export const tenantServices = (name: string, databaseUrl: string, onStart: TenantStart = Effect.void) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
-    return Layer.mergeAll(
-      TenantActor.layer({ name, maxStreamsPerUser: config.eventsMaxStreamsPerUser, heartbeat: config.eventsHeartbeat }),
-      AppRegistry.layer,
-      Introspection.layer,
-      Layer.effectDiscard(onStart)
-    ).pipe(
-      // Opened lazily: a service that runs no caller statements (chat) never connects it.
-      Layer.provideMerge(StatementConnections.layer(databaseUrl, POOL_SIZE, config.sqlMaxResponseBytes)),
-      Layer.provideMerge(CatalogWatch.layer),
-      Layer.provideMerge(pool(databaseUrl))
+    return Layer.mergeAll(AppRegistry.layer, Introspection.layer, Layer.effectDiscard(onStart)).pipe(
+      Layer.provideMerge(TenantActor.layer({
+        name,
+        url: databaseUrl,
+        poolSize: POOL_SIZE,
+        maxResponseBytes: config.sqlMaxResponseBytes,
+        maxStreamsPerUser: config.eventsMaxStreamsPerUser,
+        heartbeat: config.eventsHeartbeat
+      }))
     )
   }))
 

@@ -1,11 +1,11 @@
 /**
  * Tells caches when the catalog changed: sys.apps and every sys management function notify
- * `plinth_catalog`, and one LISTEN connection per process turns that into a generation number.
- * A cached answer is good while the generation it was read at is current; while the LISTEN
- * connection is down there is no current generation, so nothing cached is trusted.
+ * `plinth_catalog`, and the tenant's actor (src/actors/TenantActor.ts) hears it on the tenant's one
+ * LISTEN connection and provides this service. A cached answer is good while the generation it was
+ * read at is current; while the LISTEN connection is down there is no current generation, so
+ * nothing cached is trusted.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Queue, Schedule } from "effect"
+import { Context, Effect } from "effect"
 
 export const CATALOG_CHANNEL = "plinth_catalog"
 
@@ -17,32 +17,7 @@ export class CatalogWatch extends Context.Service<CatalogWatch, {
    * before then must not be answered from the cache.
    */
   readonly changed: () => void
-}>()("plinth/CatalogWatch") {
-  static readonly layer = Layer.effect(CatalogWatch, Effect.gen(function*() {
-    const pg = yield* PgClient.PgClient
-    let generation = 0
-    let live = false
-    const follow = Effect.scoped(Effect.gen(function*() {
-      const notifications = yield* pg.listen(CATALOG_CHANNEL)
-      generation++
-      live = true
-      yield* Effect.forever(Effect.andThen(Queue.take(notifications), Effect.sync(() => generation++)))
-    })).pipe(
-      Effect.ensuring(Effect.sync(() => {
-        live = false
-        generation++
-      })),
-      Effect.retry(Schedule.spaced("1 second"))
-    )
-    yield* Effect.forkScoped(follow)
-    return CatalogWatch.of({
-      generation: () => (live ? generation : undefined),
-      changed: () => {
-        generation++
-      }
-    })
-  }))
-}
+}>()("plinth/CatalogWatch") {}
 
 /**
  * `effect`, which changes the catalog (a sys function called as the caller), and once it has

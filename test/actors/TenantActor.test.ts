@@ -3,7 +3,8 @@
  * connection: the per-user stream limit holds however many attach at once; every subscriber with
  * room gets every later event in order; one without room is let go at once, ended exactly once,
  * and gets nothing more; detaching frees the slot and ends the subscriber once; nothing is left
- * attached at the end.
+ * attached at the end. And a tenant stopping while streams come and go: every attach and detach
+ * is answered, and every admitted subscriber ends exactly once.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
@@ -44,6 +45,7 @@ let db: TestDatabase
 const scope = Effect.runSync(Scope.make())
 let actor: TenantActorShape
 let pg: PgClient.PgClient
+let pgContext: Context.Context<PgClient.PgClient>
 /** Attached first, so published to first: once it has a change, every subscriber has been offered it. */
 const sentinel = probe(Number.MAX_SAFE_INTEGER)
 
@@ -51,6 +53,7 @@ beforeAll(async () => {
   db = await createTestDatabase()
   const context = await Effect.runPromise(Layer.buildWithScope(PgClient.layer({ url: Redacted.make(db.mainUrl) }), scope))
   pg = Context.get(context, PgClient.PgClient)
+  pgContext = Context.make(PgClient.PgClient, pg)
   actor = await Effect.runPromise(Scope.provide(scope)(makeTenantActor({ name: "property", maxStreamsPerUser: MAX_PER_USER })).pipe(Effect.provide(context)))
   await Effect.runPromise(Scope.provide(scope)(actor.attach("sentinel", sentinel)))
   // The actor's LISTEN is in place once a change reaches the sentinel.
@@ -129,6 +132,37 @@ describe("TenantActor (property)", () => {
           })))
       ),
       { numRuns: 40 }
+    )
+  }, 120_000)
+
+  it("a tenant stopping while streams attach and detach: every call is answered, every admitted subscriber ends exactly once", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ user: fc.constantFrom("a", "b"), detach: fc.boolean() }), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 0, max: 12 }),
+        (attaches, stopAt) =>
+          Effect.runPromise(Effect.gen(function*() {
+            const tenant = yield* Scope.make()
+            const stopping = yield* makeTenantActor({ name: "stopping", maxStreamsPerUser: MAX_PER_USER }).pipe(
+              Scope.provide(tenant),
+              Effect.provide(pgContext)
+            )
+            const entries = attaches.map((attach) => ({ ...attach, subscriber: probe(0), scope: Scope.makeUnsafe() }))
+            // The tenant stops as the stopAt-th stream attaches, while the others attach and some leave.
+            const exits = yield* Effect.forEach(entries, (entry, index) =>
+              Effect.gen(function*() {
+                if (index === stopAt) yield* Scope.close(tenant, Exit.void)
+                const exit = yield* Effect.exit(Scope.provide(entry.scope)(stopping.attach(entry.user, entry.subscriber)))
+                if (entry.detach) yield* Scope.close(entry.scope, Exit.void)
+                return exit
+              }), { concurrency: "unbounded" })
+            yield* Scope.close(tenant, Exit.void)
+            yield* Effect.forEach(entries, (entry) => Scope.close(entry.scope, Exit.void))
+            entries.forEach((entry, index) => expect(entry.subscriber.ends).toBe(Exit.isSuccess(exits[index]!) ? 1 : 0))
+            expect(stopping.subscribers()).toBe(0)
+          }))
+      ),
+      { numRuns: 20 }
     )
   }, 120_000)
 })

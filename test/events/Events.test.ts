@@ -206,7 +206,7 @@ describe("GET /events", () => {
       await stream.waitFor(/: connected/)
       const killed = await query(stack.db.adminUrl, (sql) =>
         sql<{ n: number }>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE '%LISTEN%page_change%'`)
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'plinth listen'`)
       expect(killed[0]!.n).toBeGreaterThanOrEqual(1)
       await stream.waitFor(/event: resync\ndata: \{\}\n\n/, 10_000)
       const slug = freshSlug()

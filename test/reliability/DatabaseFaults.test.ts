@@ -37,9 +37,9 @@ const RECOVERY_MS = 5_000
 const DOWN_MS = 4_000
 /** How long PostgreSQL stays frozen: past SQL_TIMEOUT and its margin, so a hang shows. */
 const FROZEN_MS = SQL_TIMEOUT_MS + MARGIN_MS + 1_500
-/** The main pool (src/layers/Tenancy.ts) plus the two LISTEN connections (TenantActor, CatalogWatch). */
+/** The main pool (src/layers/Tenancy.ts) plus the tenant's one LISTEN connection (TenantActor, both channels). */
 const POOL_SIZE = 20
-const LISTEN_CONNECTIONS = 2
+const LISTEN_CONNECTIONS = 1
 const CONCURRENCY = 8
 const RESYNC = /event: resync\ndata: \{\}\n\n/
 
@@ -74,11 +74,11 @@ const authenticatorConnections = () =>
       FROM pg_stat_activity WHERE usename = 'authenticator'`)
     .then((rows) => rows[0]!)
 
-/** Kills the LISTEN page_change connection; returns how many backends were terminated. */
+/** Kills the LISTEN connection (page_change and plinth_catalog); returns how many backends were terminated. */
 const killPageListener = () =>
   adminQuery(pg.adminUrl, (sql) =>
     sql<{ n: number }>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-      WHERE usename = 'authenticator' AND query ILIKE 'LISTEN%page_change%'`)
+      WHERE usename = 'authenticator' AND application_name = 'plinth listen'`)
     .then((rows) => rows[0]!.n)
 
 let slugs = 0
@@ -306,7 +306,7 @@ describe("PostgreSQL stopped and restarted under a load of POST /sql", () => {
 describe("the LISTEN connection killed with pg_terminate_backend after the restart", () => {
   let outcome: Awaited<ReturnType<typeof resyncAfterKill>>
 
-  it("open streams get `resync`, later changes flow, and one LISTEN connection per channel remains", async () => {
+  it("open streams get `resync`, later changes flow, and the one LISTEN connection remains", async () => {
     outcome = await resyncAfterKill()
     expect(outcome).toEqual({ killed: 1, resyncMs: expect.any(Number), delivered: true })
     expect((await authenticatorConnections()).listening).toBe(LISTEN_CONNECTIONS)

@@ -311,7 +311,7 @@ describe("the cache", () => {
     await introspect(stack, users.owner)
     // The LISTEN connection's backend, stopped: this process hears of no change until it goes on.
     const listeners = await admin<{ pid: number }>(stack, `SELECT pid FROM pg_stat_activity
-      WHERE datname = current_database() AND query ILIKE 'LISTEN%plinth_catalog%'`)
+      WHERE datname = current_database() AND application_name = 'plinth listen'`)
     expect(listeners).toHaveLength(1)
     const pid = listeners[0]!.pid
     process.kill(pid, "SIGSTOP")

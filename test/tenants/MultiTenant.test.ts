@@ -152,6 +152,23 @@ describe("isolation", () => {
   })
 })
 
+describe("each live tenant", () => {
+  it("has exactly one LISTEN connection (both channels), of its own database", async () => {
+    for (const [tenant, token] of [[acme, acmeOwner], [globex, globexOwner]] as const) {
+      expect((await sql(tenant, token, "SELECT 1 AS one")).status).toBe(200)
+    }
+    const listening = async (tenant: string) =>
+      (await query(control.adminUrl, (s) =>
+        s<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = ${tenant} AND usename = 'authenticator' AND application_name = 'plinth listen'`))[0]!.n
+    for (const tenant of [acme, globex]) {
+      // The actor opens it as the tenant starts, without holding up the first request.
+      await eventually(async () => (await listening(tenant)) > 0, 5_000)
+      expect(await listening(tenant)).toBe(1)
+    }
+  })
+})
+
 /** GET /events of `tenant` as `token`: what it has received, and whether it has ended. */
 const openStream = (tenant: string, token: string) => {
   let text = ""

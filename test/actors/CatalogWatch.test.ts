@@ -1,12 +1,14 @@
 /**
- * CatalogWatch and its caches against a real LISTEN connection: an entry counts until the catalog
- * changes, whether another process says so (a notification on plinth_catalog) or this process
- * does (`changed`, at once: a chat step's next prompt must not wait for the notification).
+ * CatalogWatch (as the tenant's actor provides it from its LISTEN connection) and its caches: an
+ * entry counts until the catalog changes, whether another process says so (a notification on
+ * plinth_catalog) or this process does (`changed`, at once: a chat step's next prompt must not
+ * wait for the notification).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CATALOG_CHANNEL, CatalogWatch, makeCatalogCache } from "../../src/services/CatalogWatch.ts"
+import { makeTenantActor } from "../../src/actors/TenantActor.ts"
+import { CATALOG_CHANNEL, type CatalogWatch, makeCatalogCache } from "../../src/services/CatalogWatch.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 
@@ -17,10 +19,9 @@ let pg: PgClient.PgClient
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  const context = await Effect.runPromise(
-    Layer.buildWithScope(CatalogWatch.layer.pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(db.mainUrl) }))), scope)
-  )
-  watch = Context.get(context, CatalogWatch)
+  const context = await Effect.runPromise(Layer.buildWithScope(PgClient.layer({ url: Redacted.make(db.mainUrl) }), scope))
+  const actor = await Effect.runPromise(Scope.provide(scope)(makeTenantActor({ name: "catalog" })).pipe(Effect.provide(context)))
+  watch = actor.catalog
   pg = Context.get(context, PgClient.PgClient)
   expect(await eventually(async () => watch.generation() !== undefined, 5_000)).toBe(true)
 })

@@ -1,8 +1,10 @@
 /**
- * The live tenants of a multi-tenant process: one set of tenant services (pool, LISTEN fan-out,
- * caches) per tenant, built on first use, shared by every request of that tenant, and released
- * after it has been idle for TENANT_IDLE_TIMEOUT. At most TENANT_MAX_LIVE tenants are live at
- * once; a tenant is built only if the registry (plinth.tenants) lists it.
+ * The live tenants of a multi-tenant process: one set of tenant services (the tenant's actor with
+ * its pools and LISTEN connection, its caches) per tenant, built on first use, shared by every
+ * request of that tenant, and released (connections closed) after it has been idle for
+ * TENANT_IDLE_TIMEOUT. At most TENANT_MAX_LIVE tenants are live at once; a tenant is built only if
+ * the registry (plinth.tenants) lists it. A registry, not an actor: RcMap keeps the entries and
+ * their holders, and each tenant's state is its actor's.
  */
 import { type Context, type Duration, Effect, Layer, RcMap, Schema, type Scope } from "effect"
 import type { SqlError } from "effect/sql"
