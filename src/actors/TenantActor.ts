@@ -39,9 +39,8 @@ export type PageEvent =
 const HEARTBEAT: ReadonlyArray<PageEvent> = [{ _tag: "Heartbeat" }]
 const RESYNC: ReadonlyArray<PageEvent> = [{ _tag: "Resync" }]
 /**
- * Heartbeats go out in this many ticks per interval, to a group of the streams each: with 10,000
- * streams a tick is ~1 ms of writes, which is all a page change arriving meanwhile waits (with
- * ten groups it was ~10 ms, in the tail of the events bench: README, Performance).
+ * Heartbeats go out in this many ticks per interval, to a group of the streams each, so that a page
+ * change arriving during a tick waits for a small share of the streams' writes (docs/performance-notes.md).
  */
 const HEARTBEAT_GROUPS = 100
 
@@ -127,8 +126,8 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
   // State of the actor's fiber only (`subscribers()` and the catalog's `generation()` read it).
   // The subscribers in HEARTBEAT_GROUPS groups, joined in turn: a page change goes to all of them,
   // each tick of the heartbeat timer to one group. So every stream hears one heartbeat per interval
-  // (its first within one), and the event loop is never held by many of them at once: 10,000
-  // writes take ~100 ms here, which a page change or a request would wait out.
+  // (its first within one), and the event loop is never held by many of their writes at once,
+  // which a page change or a request would wait out.
   const groups = Array.from({ length: HEARTBEAT_GROUPS }, (): Group => new Set())
   let nextGroup = 0
   let tick = 0
@@ -272,7 +271,7 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(every), Effect.sync(() => send(TICK)))))
   }
 
-  // Untraced: a span made here would live as long as the stream (its finalizer holds it), ~0.7 KB each.
+  // Untraced: a span made here would live as long as the stream (its finalizer holds it).
   // Uninterruptible: interrupted between being counted by the actor and adding its finalizer, a
   // stream would be counted for good (a reply is certain: the actor answers, or its finalizer does).
   const attach = Effect.fnUntraced(function*(userId: string, subscriber: Subscriber) {
@@ -280,7 +279,7 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
     const group = send({ _tag: "Attach", userId, subscriber, reply }) ? yield* Deferred.await(reply) : undefined
     if (group === undefined) return subscriber.end() // the tenant is stopping
     // Scope.addFinalizer, not Effect.addFinalizer: that one keeps the caller's whole context (an
-    // event stream's request, ~4 KB) until the finalizer runs.
+    // event stream's request) until the finalizer runs.
     yield* Scope.addFinalizer(yield* Effect.scope, detach(userId, subscriber, group))
   }, Effect.uninterruptible)
   // Waited for, so that once the scope is closed the subscriber has ended and its slot is free.

@@ -47,8 +47,8 @@ const PROCESS_PATHS = new Set(["/health", "/ready", "/openapi.json"])
 
 /**
  * Single-tenant mode: the process's tenant services in the server's own context, which every
- * request's starts from. Provided per request instead, they cost each request a copy of its whole
- * context (~10 KB allocated, measured on POST /sql). In multi-tenant mode: nothing (TenantSelection
+ * request's starts from. Provided per request instead, they would cost each request a copy of its
+ * whole context (docs/performance-notes.md). In multi-tenant mode: nothing (TenantSelection
  * provides each request's tenant).
  */
 export const ProcessTenant: Layer.Layer<never, never, TenantSource> = Layer.effectContext(

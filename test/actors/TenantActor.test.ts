@@ -12,6 +12,7 @@ import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeTenantActor, type PageEvent, type Subscriber, type TenantActorShape } from "../../src/actors/TenantActor.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 
 const MAX_PER_USER = 3
 
@@ -56,21 +57,25 @@ beforeAll(async () => {
   pgContext = Context.make(PgClient.PgClient, pg)
   actor = await Effect.runPromise(Scope.provide(scope)(makeTenantActor({ name: "property", maxStreamsPerUser: MAX_PER_USER })).pipe(Effect.provide(context)))
   await Effect.runPromise(Scope.provide(scope)(actor.attach("sentinel", sentinel)))
-  // The actor's LISTEN is in place once a change reaches the sentinel.
-  for (let i = 0; i < 100 && sentinel.slugs.length === 0; i++) {
-    await Effect.runPromise(pg.notify("page_change", "public:warm-up"))
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  // The actor's LISTEN is in place once a change reaches the sentinel; once a last one has too, so
+  // has every change sent before it (notifications arrive in commit order): none reaches a run.
+  const notify = (slug: string) => Effect.runPromise(pg.notify("page_change", `public:${slug}`))
+  const warm = await eventually(async () => {
+    if (sentinel.slugs.length > 0) return true
+    await notify("warm-up")
+    return false
+  }, 10_000)
+  if (!warm) throw new Error("the actor did not start listening")
+  await notify("fence")
+  if (!(await eventually(async () => sentinel.slugs.includes("fence"), 10_000))) throw new Error("the fence did not arrive")
 })
 afterAll(async () => {
   await Effect.runPromise(Scope.close(scope, Exit.void))
   await db?.drop()
 })
 
-const waitUntil = (done: () => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 200 && !done(); i++) yield* Effect.sleep("10 millis")
-  })
+/** Until `done` holds, for at most 10 s (the assertions after it say what did not happen). */
+const waitUntil = (done: () => boolean) => Effect.promise(() => eventually(async () => done(), 10_000, 10))
 
 describe("TenantActor (property)", () => {
   it("limits, delivery in order, letting go and detaching hold under concurrent calls", async () => {

@@ -13,9 +13,11 @@ import { type RunningService, startService } from "../support/services.ts"
 import {
   continueTurn,
   doneEvents,
+  eventually,
   fresh,
   insertMessage,
   messagesInDatabase,
+  pendingIn,
   replyRequests,
   scriptedTurns,
   sleep,
@@ -118,11 +120,12 @@ describe("concurrent continue calls", () => {
   })
 
   it("a chat while a continue is still replying is 400, and changes nothing", async () => {
-    proxy.startDelay = 300
+    // Held long enough that the chat lands while the reply is pending, even on a busy machine.
+    proxy.startDelay = 1_000
     turns.always(() => text(REPLY))
     const id = await readyToContinue()
     const running = continueTurn(stack.chat.url, owner, id)
-    await sleep(100)
+    await eventually(async () => (await pendingIn(stack, id)) > 0 || undefined)
     const meanwhile = await postSse(secondChat.url, `/conversations/${id}/chat`, { content: "are you there?" }, { token: owner.token })
     expect(meanwhile.status).toBe(400)
     expect(meanwhile.body).toEqual({ error: expect.any(String) })

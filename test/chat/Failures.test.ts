@@ -24,7 +24,6 @@ import {
   relationExists,
   replyRequests,
   scriptedTurns,
-  sleep,
   type SlowProxy,
   startSlowProxy,
   sysCall,
@@ -257,7 +256,11 @@ describe("a client that disconnects from execute-tool", () => {
       body: JSON.stringify({ message_id: messageId }),
       signal: controller.signal
     }).catch(() => undefined)
-    await sleep(300)
+    // Mid-tool: while its statement sleeps.
+    await eventually(async () =>
+      (await admin(stack, `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+        AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`)).length > 0 || undefined
+    )
     controller.abort()
     await call
     const status = await eventually(async () => {

@@ -8,7 +8,7 @@ import { Duration, Effect, Exit, Redacted, Scope } from "effect"
 import { EventSource } from "eventsource"
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeTenantActor, type PageEvent } from "../../src/actors/TenantActor.ts"
+import { makeTenantActor, type PageEvent, type TenantActorShape } from "../../src/actors/TenantActor.ts"
 import { EventStream } from "../../src/http/EventsRoutes.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { query } from "../support/database.ts"
@@ -55,7 +55,7 @@ const openRawStream = (path: string, headers: Record<string, string> = {}, base:
   })
   request.on("error", () => undefined)
   const ended = new Promise<void>((resolve) => request.on("close", resolve))
-  const waitFor = (pattern: RegExp, timeoutMs = 3_000) =>
+  const waitFor = (pattern: RegExp, timeoutMs = 10_000) =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
         if (pattern.test(text)) resolve()
@@ -72,7 +72,7 @@ const openRawSocket = (request: string) => {
   const { socket, received, closed } = rawClient(Number(new URL(stack.main.url).port), request)
   /** Waits until what came back matches `pattern` (and fails if it does not in time). */
   const until = async (pattern: RegExp) => {
-    await eventually(async () => pattern.test(received()), 3_000)
+    await eventually(async () => pattern.test(received()), 10_000)
     expect(received()).toMatch(pattern)
   }
   return { bytes: received, until, closed, destroy: () => socket.destroy() }
@@ -89,13 +89,11 @@ describe("GET /events", () => {
     })
     try {
       const slug = freshSlug()
-      const started = Date.now()
       await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "Title", "<p>1</p>"])
       await callSys("SELECT sys.update_page($1, NULL, $2)", [slug, "<p>2</p>"])
       await callSys("SELECT sys.delete_page($1)", [slug])
-      while (received.length < 3 && Date.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 10))
+      await eventually(async () => received.length >= 3, 10_000)
       expect(received).toEqual([{ schema: "public", slug }, { schema: "public", slug }, { schema: "public", slug }])
-      expect(Date.now() - started).toBeLessThan(1_500)
     } finally {
       source.close()
     }
@@ -109,7 +107,7 @@ describe("GET /events", () => {
       expect(stream.status()).toBe(200)
       const slug = freshSlug()
       await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "T", ""])
-      await stream.waitFor(new RegExp(`event: page_change\\ndata: \\{"schema":"public","slug":"${slug}"\\}\\n\\n`), 1_000)
+      await stream.waitFor(new RegExp(`event: page_change\\ndata: \\{"schema":"public","slug":"${slug}"\\}\\n\\n`))
       // Waits for the heartbeats rather than a fixed time, so a busy machine cannot fail it.
       await stream.waitFor(/(: heartbeat\n\n[^]*){2}/, HEARTBEAT_MS * 20)
       const heartbeats = stream.text().match(/: heartbeat\n\n/g) ?? []
@@ -127,8 +125,8 @@ describe("GET /events", () => {
         await socket.until(/: connected\n\n/)
         const slug = freshSlug()
         await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "T", ""])
-        await socket.until(new RegExp(`"slug":"${slug}"\}\n\n`))
-        await new Promise((resolve) => setTimeout(resolve, 50))
+        // Until the frame after it (a heartbeat), so whatever was written with the event's frame is in.
+        await socket.until(new RegExp(`"slug":"${slug}"\}\n\n[^]*: heartbeat\n\n`))
         return { bytes: socket.bytes(), slug }
       } finally {
         socket.destroy()
@@ -194,10 +192,21 @@ describe("GET /events", () => {
     expect(fourth.status).toBe(429)
     expect(await fourth.json()).toEqual({ error: expect.stringContaining("3") })
     open[0]!.close()
-    await new Promise((resolve) => setTimeout(resolve, 200))
-    const again = openRawStream("/events", { authorization: `Bearer ${user.token}` })
-    await again.waitFor(/: connected/)
-    for (const stream of [...open, again]) stream.close()
+    // The slot is free once the server has seen the stream close: until then a new one is 429.
+    let again = openRawStream("/events", { authorization: `Bearer ${user.token}` })
+    const connected = await eventually(async () => {
+      if (again.status() === 0) return false
+      if (again.status() === 200) return true
+      again.close()
+      again = openRawStream("/events", { authorization: `Bearer ${user.token}` })
+      return false
+    }, 10_000)
+    try {
+      expect(connected).toBe(true)
+      await again.waitFor(/: connected/)
+    } finally {
+      for (const stream of [...open, again]) stream.close()
+    }
   })
 
   it("survives a killed LISTEN connection: clients get `resync`, and later changes flow again", async () => {
@@ -211,7 +220,7 @@ describe("GET /events", () => {
       await stream.waitFor(/event: resync\ndata: \{\}\n\n/, 10_000)
       const slug = freshSlug()
       await callSys("SELECT sys.create_page($1, $2, $3)", [slug, "after", ""])
-      await stream.waitFor(new RegExp(`"slug":"${slug}"`), 2_000)
+      await stream.waitFor(new RegExp(`"slug":"${slug}"`))
     } finally {
       stream.close()
     }
@@ -233,14 +242,12 @@ describe("a crowd", () => {
       for (let i = 0; i < 1_000; i++) streams.push(openRawStream("/events", { authorization: `Bearer ${user.token}` }, crowd.main.url))
       await Promise.all(streams.map((stream) => stream.waitFor(/: connected/, 30_000)))
       const slug = freshSlug()
-      const started = Date.now()
       const created = await post(crowd.main.url, "/sql", { sql: "SELECT sys.create_page($1, $2, $3)", params: [slug, "T", ""] }, {
         token: manager.token
       })
       expect(created.status).toBe(200)
-      await Promise.all(streams.map((stream) => stream.waitFor(new RegExp(`"slug":"${slug}"`), 10_000)))
-      // Not a performance assertion (that is bench/): only that nobody waited on a slow path.
-      expect(Date.now() - started).toBeLessThan(10_000)
+      // How fast is bench/'s question; here only that every stream hears it.
+      await Promise.all(streams.map((stream) => stream.waitFor(new RegExp(`"slug":"${slug}"`), 30_000)))
     } finally {
       for (const stream of streams) stream.close()
     }
@@ -248,6 +255,28 @@ describe("a crowd", () => {
 })
 
 describe("TenantActor", () => {
+  /**
+   * Until the actor's LISTEN is in place: a subscriber of its own hears a change, then a last one,
+   * after every change sent before it (notifications arrive in commit order), so none of them
+   * reaches a subscriber attached after this.
+   */
+  const listening = (actor: TenantActorShape, pg: PgClient.PgClient) =>
+    Effect.scoped(Effect.gen(function*() {
+      const heard: Array<string> = []
+      yield* actor.attach("warm-up", { offer: (event) => (event._tag === "PageChange" && heard.push(event.slug), true), end: () => {} })
+      const notify = (slug: string) => Effect.runPromise(pg.notify("page_change", `public:${slug}`))
+      const warm = yield* Effect.promise(() =>
+        eventually(async () => {
+          if (heard.length > 0) return true
+          await notify("warm-up")
+          return false
+        }, 10_000)
+      )
+      expect(warm).toBe(true)
+      yield* Effect.promise(() => notify("fence"))
+      expect(yield* Effect.promise(() => eventually(async () => heard.includes("fence"), 10_000))).toBe(true)
+    }))
+
   it("drops a subscriber that falls behind without holding up the others", async () => {
     /** A subscriber that takes `room` events, then no more. */
     const subscriber = (room: number) => {
@@ -260,12 +289,11 @@ describe("TenantActor", () => {
     const subscribers = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const actor = yield* makeTenantActor({ name: "test" })
       const pg = yield* PgClient.PgClient
+      yield* listening(actor, pg)
       yield* actor.attach("slow-user", slow)
       yield* actor.attach("fast-user", fast)
-      // Give the actor's LISTEN a moment to be in place.
-      yield* Effect.sleep("300 millis")
       for (let i = 0; i < 5; i++) yield* pg.notify("page_change", `public:p${i}`)
-      yield* Effect.sleep("300 millis")
+      yield* Effect.promise(() => eventually(async () => fast.events.length === 5 && slow.ended(), 10_000))
       return actor.subscribers()
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
     expect(fast.events.map((event) => event._tag === "PageChange" && event.slug)).toEqual(["p0", "p1", "p2", "p3", "p4"])
@@ -281,6 +309,8 @@ describe("TenantActor", () => {
     type Heard = { readonly attached: number; readonly times: Array<number> }
     const all: Array<Heard> = []
     const leaving: Array<Scope.Closeable> = []
+    /** The first fifty, five of the forty late ones, and the thirty that come mid-interval. */
+    const staying = () => all.filter((_, index) => index < 55 || index >= 90)
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const actor = yield* makeTenantActor({ name: "test", maxStreamsPerUser: 200, heartbeat: Duration.millis(500) })
       const attach = (scope?: Scope.Scope) => {
@@ -299,10 +329,10 @@ describe("TenantActor", () => {
       yield* Effect.sleep("230 millis")
       for (const scope of leaving.slice(5)) yield* Scope.close(scope, Exit.void)
       for (let i = 0; i < 30; i++) yield* attach()
-      yield* Effect.sleep("1750 millis")
+      // Until everyone staying has heard three (about two seconds when the machine is idle).
+      yield* Effect.promise(() => eventually(async () => staying().every(({ times }) => times.length >= 3), 10_000))
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
-    const staying = all.filter((_, index) => index < 55 || index >= 90)
-    for (const { attached, times } of staying) {
+    for (const { attached, times } of staying()) {
       expect(times.length).toBeGreaterThanOrEqual(2)
       // The first within an interval of attaching, then one an interval (late timers allowed for, not a second interval).
       expect(times[0]! - attached).toBeLessThan(800)
@@ -327,17 +357,10 @@ describe("TenantActor", () => {
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const actor = yield* makeTenantActor({ name: "burst" })
       const pg = yield* PgClient.PgClient
+      yield* listening(actor, pg)
       yield* actor.attach("burst-user", subscriber)
-      // The actor's LISTEN is in place once a change arrives.
-      for (let i = 0; i < 100 && slugs.length === 0; i++) {
-        yield* pg.notify("page_change", "public:warm-up")
-        yield* Effect.sleep("20 millis")
-      }
-      yield* Effect.sleep("100 millis")
-      slugs.length = 0
-      flushes = 0
       yield* pg`SELECT pg_notify('page_change', 'public:b' || n) FROM generate_series(1, 5) AS n`
-      for (let i = 0; i < 100 && slugs.length < 5; i++) yield* Effect.sleep("10 millis")
+      yield* Effect.promise(() => eventually(async () => slugs.length >= 5, 10_000))
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
     expect(slugs).toEqual(["b1", "b2", "b3", "b4", "b5"])
     expect(flushes).toBe(1)

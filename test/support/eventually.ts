@@ -1,5 +1,8 @@
-/** Polls `probe` until it holds or `timeoutMs` passes; resolves to whether it did. */
-export const eventually = async (probe: () => Promise<boolean>, timeoutMs = 2_000, intervalMs = 25): Promise<boolean> => {
+/**
+ * Polls `probe` until it holds or `timeoutMs` passes; resolves to whether it did. The bound is
+ * generous: a condition that holds returns at once, and a busy machine must not fail the test.
+ */
+export const eventually = async (probe: () => Promise<boolean>, timeoutMs = 10_000, intervalMs = 25): Promise<boolean> => {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (await probe()) return true
