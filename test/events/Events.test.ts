@@ -334,11 +334,12 @@ describe("TenantActor", () => {
     })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(stack.db.mainUrl) }))))
     for (const { attached, times } of staying()) {
       expect(times.length).toBeGreaterThanOrEqual(2)
-      // The first within an interval of attaching, then one an interval (late timers allowed for, not a second interval).
-      expect(times[0]! - attached).toBeLessThan(800)
+      // The first within an interval of attaching, then one an interval: never two in one interval, and
+      // none skipped (a skip would be a gap of two intervals; late timers on a busy machine stay short of it).
+      expect(times[0]! - attached).toBeLessThan(950)
       for (let i = 1; i < times.length; i++) {
         expect(times[i]! - times[i - 1]!).toBeGreaterThan(350)
-        expect(times[i]! - times[i - 1]!).toBeLessThan(800)
+        expect(times[i]! - times[i - 1]!).toBeLessThan(950)
       }
     }
     // All at once, every first heartbeat of the first fifty would come within a millisecond or two of the others.
