@@ -1,8 +1,9 @@
 -- What every management function (spec §4.4 sys functions) relies on: who may manage, which
 -- schema a call works in, which names are allowed, the one form of a timestamp in JSON, and the
--- notice that tells every service to drop what it cached about the catalog (channel plinth_catalog). Identifiers are validated and always
--- quoted with format('%I'), values with format('%L'): nothing from a caller is spliced into SQL as
--- text, except a custom view's SELECT (05_views.sql).
+-- notice that tells every service to drop what it cached about the catalog (channel
+-- plinth_catalog). Identifiers are validated and always quoted with format('%I'), values with
+-- format('%L'): nothing from a caller is spliced into SQL as text, except a custom view's SELECT
+-- (05_views.sql).
 
 -- Management is for owners and admins (and a database administrator, who has no app role).
 CREATE OR REPLACE FUNCTION sys.require_manager() RETURNS void

@@ -3,7 +3,8 @@
  * chat_authenticator, every statement scoped by `user_id = <caller>`. The database is the source
  * of truth for whose turn it is: a turn starts in one transaction that locks the conversation
  * row, checks the latest message and inserts the pending placeholder, so two service instances
- * can never both start a reply in one conversation.
+ * can never both start a reply in one conversation. Timestamps are read as timestamptz columns: the
+ * pool's column types (JsonColumnTypes) give them in /sql's form, ISO 8601 in UTC with `Z`.
  */
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -32,7 +33,6 @@ export interface Message {
   readonly role: "user" | "assistant"
   readonly content: MessageContent
   readonly status: MessageStatus
-  /** ISO 8601 in UTC (`Z`), as /sql gives a timestamptz: the pool's column types (JsonColumnTypes) make it so. */
   readonly created_at: string
   /** What the `error` event that ended a reply at this message said; null otherwise. */
   readonly error: string | null
