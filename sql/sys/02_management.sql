@@ -1,8 +1,9 @@
 -- What every management function (spec §4.4 sys functions) relies on: who may manage, which
--- schema a call works in, which names are allowed, and the notice that tells every service to drop
--- what it cached about the catalog (channel plinth_catalog). Identifiers are validated and always
--- quoted with format('%I'), values with format('%L'): nothing from a caller is spliced into SQL as
--- text, except a custom view's SELECT (05_views.sql).
+-- schema a call works in, which names are allowed, the one form of a timestamp in JSON, and the
+-- notice that tells every service to drop what it cached about the catalog (channel
+-- plinth_catalog). Identifiers are validated and always quoted with format('%I'), values with
+-- format('%L'): nothing from a caller is spliced into SQL as text, except a custom view's SELECT
+-- (05_views.sql).
 
 -- Management is for owners and admins (and a database administrator, who has no app role).
 CREATE OR REPLACE FUNCTION sys.require_manager() RETURNS void
@@ -52,6 +53,18 @@ BEGIN
   RETURN p_name;
 END
 $$;
+
+-- A timestamp in JSON that Plinth builds (sys functions' results, the chat's history): ISO 8601 in
+-- UTC with `Z` and the microseconds without trailing zeros, the form /sql gives a timestamptz column
+-- (src/services/JsonColumnTypes.ts), whatever the session's TimeZone.
+CREATE OR REPLACE FUNCTION sys.iso_utc(p_at timestamptz) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT CASE WHEN isfinite(p_at)
+    THEN rtrim(rtrim(to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z'
+    ELSE p_at::text END;
+$$;
+REVOKE ALL ON FUNCTION sys.iso_utc(timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sys.iso_utc(timestamptz) TO chat_authenticator;
 
 -- Tells every service to drop what it cached about the catalog.
 CREATE OR REPLACE FUNCTION sys.catalog_changed() RETURNS void

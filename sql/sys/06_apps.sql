@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION sys.app_json(p_app sys.apps) RETURNS jsonb
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT jsonb_build_object('id', p_app.id, 'schema_name', p_app.schema_name, 'display_name', p_app.display_name,
-    'description', p_app.description, 'home_page', p_app.home_page, 'created_at', p_app.created_at, 'updated_at', p_app.updated_at);
+    'description', p_app.description, 'home_page', p_app.home_page, 'created_at', sys.iso_utc(p_app.created_at), 'updated_at', sys.iso_utc(p_app.updated_at));
 $$;
 
 CREATE OR REPLACE FUNCTION sys.create_app(p_schema_name text, p_display_name text, p_description text DEFAULT '') RETURNS jsonb

@@ -29,7 +29,7 @@ FOR EACH ROW EXECUTE FUNCTION sys.notify_page_change();
 CREATE OR REPLACE FUNCTION sys.page_json(p_page sys.pages) RETURNS jsonb
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT jsonb_build_object('schema_name', p_page.schema_name, 'slug', p_page.slug, 'title', p_page.title,
-    'source', p_page.source, 'created_at', p_page.created_at, 'updated_at', p_page.updated_at, 'updated_by', p_page.updated_by);
+    'source', p_page.source, 'created_at', sys.iso_utc(p_page.created_at), 'updated_at', sys.iso_utc(p_page.updated_at), 'updated_by', p_page.updated_by);
 $$;
 
 CREATE OR REPLACE FUNCTION sys.create_page(p_slug text, p_title text, p_source text) RETURNS jsonb

@@ -22,7 +22,7 @@ CREATE OR REPLACE VIEW public.conversations WITH (security_barrier = true) AS
   SELECT id, title, created_at, updated_at, user_id FROM sys.conversations
   WHERE user_id = nullif(current_setting('app.user_id', true), '')::uuid;
 CREATE OR REPLACE VIEW public.messages WITH (security_barrier = true) AS
-  SELECT m.id, m.conversation_id, m.role, m.content, m.status, m.created_at, m.updated_at
+  SELECT m.id, m.conversation_id, m.role, m.content, m.status, m.created_at, m.updated_at, m.error
   FROM sys.messages m JOIN sys.conversations c ON c.id = m.conversation_id
   WHERE c.user_id = nullif(current_setting('app.user_id', true), '')::uuid;
 -- Only owners and admins have conversations (the chat service refuses the other roles).
@@ -65,7 +65,7 @@ BEGIN
     'placeholder_id', placeholder,
     'first_message', latest.id IS NULL,
     'messages', (
-      SELECT jsonb_agg(jsonb_build_object('id', m.id, 'role', m.role, 'content', m.content, 'status', m.status, 'created_at', m.created_at::text) ORDER BY m.position)
+      SELECT jsonb_agg(jsonb_build_object('id', m.id, 'role', m.role, 'content', m.content, 'status', m.status, 'created_at', sys.iso_utc(m.created_at), 'error', m.error) ORDER BY m.position)
       FROM sys.messages AS m WHERE m.conversation_id = p_conversation_id
     )
   );

@@ -9,7 +9,7 @@
  * A running reply's events are kept from its first in a replayable hub, so that a caller can be
  * given them from the start at any time (the reply's own request now; a client reattaching later).
  */
-import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, PubSub, Queue, RcMap, Scope, Stream, type Take } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, PubSub, Queue, RcMap, Scope, Stream, type Take } from "effect"
 import type { ChatEvent } from "../services/ChatTurn.ts"
 import { ConversationNotFound } from "../services/Conversations.ts"
 import { isUuid } from "../services/Uuid.ts"
@@ -79,8 +79,11 @@ const REPLAY_ALL = Number.MAX_SAFE_INTEGER
 
 export const CONVERSATION_IDLE_TIME = Duration.minutes(1)
 
-const failed: ChatEvent = { event: "error", data: { error: "the reply failed" } }
-const shuttingDown: ChatEvent = { event: "error", data: { error: "the service is shutting down" } }
+const FAILED = "the reply failed"
+const SHUTTING_DOWN = "the service is shutting down"
+const TOOL_FAILED = "the tool call failed"
+const failed: ChatEvent = { event: "error", data: { error: FAILED } }
+const shuttingDown: ChatEvent = { event: "error", data: { error: SHUTTING_DOWN } }
 
 /**
  * Starts `effect` on a fiber of the actor's scope, with the caller's services. It holds the actor
@@ -111,10 +114,12 @@ const replyWork = <R>(
   events: LiveReply["events"]
 ) => {
   const emit: Emit = (event) => Effect.asVoid(PubSub.publish(events, [event]))
-  const closePending = Effect.ignore(work.failPending({ userId: request.context.userId, conversationId: request.conversationId }))
+  // What is left pending keeps the reason the client's `error` event gives.
+  const closePending = (reason: string) =>
+    Effect.ignore(work.failPending({ userId: request.context.userId, conversationId: request.conversationId }, reason))
   return Effect.andThen(ready, Effect.suspend(() => run(emit))).pipe(
-    Effect.catchCause((cause) => Effect.andThen(Effect.logError("chat reply failed", cause), Effect.andThen(closePending, emit(failed)))),
-    Effect.onInterrupt(() => Effect.andThen(closePending, emit(shuttingDown))),
+    Effect.catchCause((cause) => Effect.andThen(Effect.logError("chat reply failed", cause), Effect.andThen(closePending(FAILED), emit(failed)))),
+    Effect.onInterrupt(() => Effect.andThen(closePending(SHUTTING_DOWN), emit(shuttingDown))),
     Effect.ensuring(Effect.asVoid(PubSub.publish(events, Exit.void)))
   )
 }
@@ -128,7 +133,11 @@ const toolWork = <R>(
   answer: Deferred.Deferred<ToolAnswer, ToolRefused | ToolRunFailed>
 ) =>
   Effect.andThen(ready, run).pipe(
-    Effect.onError(() => Effect.ignore(work.failPending({ userId: decision.context.userId, conversationId: decision.conversationId }))),
+    Effect.onError((cause) =>
+      Effect.ignore(work.failPending(
+        { userId: decision.context.userId, conversationId: decision.conversationId },
+        Cause.hasInterruptsOnly(cause) ? SHUTTING_DOWN : TOOL_FAILED
+      ))),
     Effect.onExit((exit) => Deferred.done(answer, exit)),
     Effect.exit,
     Effect.asVoid

@@ -12,7 +12,9 @@ const Message = Schema.Struct({
   role: Schema.Literals(["user", "assistant"]),
   content: Schema.Record(Schema.String, Schema.Unknown),
   status: Schema.Literals(["pending", "pending_approval", "complete", "rejected", "error"]),
-  created_at: Schema.String
+  created_at: Schema.String,
+  /** Why the reply ended at this message (the `error` event's text), or null. */
+  error: Schema.NullOr(Schema.String)
 })
 const id = { id: Schema.String }
 const errors = [BadRequest, Unauthorized, Forbidden, NotFound, Unavailable]

@@ -128,7 +128,8 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   messageId: string,
   call: ToolCall,
   text: string | undefined,
-  addNext: boolean
+  addNext: boolean,
+  error: string | null
 ) {
   const content: MessageContent = { type: "tool_call", tool_calls: [call], ...(text === undefined ? {} : { text }) }
   const mode = toolMode(call.name)
@@ -142,10 +143,10 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
     : { error: (outcome.failure as ToolFailed).message }
   const done: MessageContent = { ...content, tool_result: toolResult }
   const status = outcome._tag === "Success" ? "complete" : "error"
-  const store = storeToolResult(options, { messageId, done, status, toolResult, quiet: mode === "query", addNext })
+  const store = storeToolResult(options, { messageId, done, status, toolResult, quiet: mode === "query", addNext, error })
   // `ran` stands in the turn's history until `store` answers with the row (its created_at is the
   // database's; the model's history has no use for it).
-  return { ran: { id: messageId, role: "assistant", content: done, status, created_at: "" } satisfies Message, store }
+  return { ran: { id: messageId, role: "assistant", content: done, status, created_at: "", error } satisfies Message, store }
 })
 
 /** Stores a tool call with its result (see runToolCall), then tells the client. */
@@ -159,11 +160,13 @@ const storeToolResult = Effect.fnUntraced(function*(options: TurnOptions, result
   readonly quiet: boolean
   /** The step's last call, when another step may follow: the next placeholder is added with it. */
   readonly addNext: boolean
+  /** Why the reply ends at this call (the step bound), or null. */
+  readonly error: string | null
 }) {
   const { done, messageId, status } = result
   const [saved, next] = result.addNext
     ? yield* saveMessageAndAddPending(ownedBy(options), messageId, done, status)
-    : [yield* saveMessage(ownedBy(options), messageId, done, status), undefined] as const
+    : [yield* saveMessage(ownedBy(options), messageId, done, status, result.error), undefined] as const
   if (result.quiet) yield* options.emit({ event: "status", data: { text: "" } })
   else yield* options.emit({ event: "done", data: { message: shown(saved), streaming_continues: true, tool_result: result.toolResult } })
   return { saved, next }
@@ -213,7 +216,7 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     yield* stored
     if (Option.isSome(failed)) {
       // The partial text is kept: the user saw it arrive.
-      yield* saveMessage(owned, placeholderId, { type: "text", text }, "error")
+      yield* saveMessage(owned, placeholderId, { type: "text", text }, "error", failed.value.message)
       return yield* options.emit({ event: "error", data: { error: failed.value.message } })
     }
     if (toolUses.length === 0) {
@@ -230,12 +233,15 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
         ? placeholderId
         : remember(yield* addMessage(owned, "assistant", { type: "tool_call", tool_calls: [] }, "pending")).id
       const lastOfStep = index === toolUses.length - 1
+      const lastStep = step === options.maxSteps - 1
       const { ran, store } = yield* runToolCall(
         options,
         messageId,
         { id: use.id, name: use.name, args: use.input },
         index === 0 && text.trim() !== "" ? text : undefined,
-        lastOfStep && step < options.maxSteps - 1
+        lastOfStep && !lastStep,
+        // The step bound ends the reply at the last step's last call: it keeps the reason.
+        lastOfStep && lastStep ? stepBound(options.maxSteps) : null
       )
       remember(ran)
       const keep = Effect.map(store, ({ next, saved }) => {
@@ -250,5 +256,7 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
   // The bound ends the reply after a step's tool calls, with no placeholder after them: the
   // latest message is a tool call with its result, which is where POST /continue resumes.
   yield* stored
-  yield* options.emit({ event: "error", data: { error: `the reply took more than ${options.maxSteps} steps and was stopped; continue resumes it` } })
+  yield* options.emit({ event: "error", data: { error: stepBound(options.maxSteps) } })
 })
+
+const stepBound = (maxSteps: number) => `the reply took more than ${maxSteps} steps and was stopped; continue resumes it`

@@ -53,8 +53,8 @@ export interface ConversationWork<R> {
   readonly begin: (request: ReplyRequest) => Effect.Effect<(emit: Emit) => Effect.Effect<void, unknown, R>, ReplyRefused, R>
   /** Claims a `pending_approval` message for execute-tool. */
   readonly decide: (decision: ToolDecision) => Effect.Effect<ToolDecided<R>, ToolRefused, R>
-  /** After work that failed or was interrupted: nothing of the conversation may stay `pending`. */
-  readonly failPending: (owned: Conversations.OwnedConversation) => Effect.Effect<void, unknown, R>
+  /** After work that failed or was interrupted: nothing of the conversation may stay `pending`; each keeps `reason`. */
+  readonly failPending: (owned: Conversations.OwnedConversation, reason: string) => Effect.Effect<void, unknown, R>
 }
 
 const ownedBy = (request: { readonly context: RequestContext; readonly conversationId: string }): Conversations.OwnedConversation => ({

@@ -3,7 +3,8 @@
  * chat_authenticator, every statement scoped by `user_id = <caller>`. The database is the source
  * of truth for whose turn it is: a turn starts in one transaction that locks the conversation
  * row, checks the latest message and inserts the pending placeholder, so two service instances
- * can never both start a reply in one conversation.
+ * can never both start a reply in one conversation. Timestamps are read as timestamptz columns: the
+ * pool's column types (JsonColumnTypes) give them in /sql's form, ISO 8601 in UTC with `Z`.
  */
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -33,6 +34,8 @@ export interface Message {
   readonly content: MessageContent
   readonly status: MessageStatus
   readonly created_at: string
+  /** What the `error` event that ended a reply at this message said; null otherwise. */
+  readonly error: string | null
 }
 
 export interface Conversation {
@@ -50,7 +53,7 @@ export class TurnRefused extends Schema.TaggedError<TurnRefused>()("TurnRefused"
 export const listConversations = Effect.fn("Conversations.list")(function*(userId: string) {
   const sql = yield* SqlClient.SqlClient
   return yield* sql<Conversation>`
-    SELECT id::text, title, created_at::text, updated_at::text FROM sys.conversations
+    SELECT id::text, title, created_at, updated_at FROM sys.conversations
     WHERE user_id = ${userId} ORDER BY updated_at DESC, created_at DESC`
 })
 
@@ -58,20 +61,20 @@ export const createConversation = Effect.fn("Conversations.create")(function*(us
   const sql = yield* SqlClient.SqlClient
   const [row] = yield* sql<Conversation>`
     INSERT INTO sys.conversations (user_id, title) VALUES (${userId}, ${title})
-    RETURNING id::text, title, created_at::text, updated_at::text`
+    RETURNING id::text, title, created_at, updated_at`
   return row!
 })
 
 const messagesOf = (sql: SqlClient.SqlClient, conversationId: string) =>
   sql<Message>`
-    SELECT id::text, role, content, status, created_at::text FROM sys.messages
+    SELECT id::text, role, content, status, created_at, error FROM sys.messages
     WHERE conversation_id = ${conversationId} ORDER BY position`
 
 export const getConversation = Effect.fn("Conversations.get")(function*(userId: string, id: string) {
   if (!isUuid(id)) return Option.none()
   const sql = yield* SqlClient.SqlClient
   const [conversation] = yield* sql<Conversation>`
-    SELECT id::text, title, created_at::text, updated_at::text FROM sys.conversations WHERE id = ${id} AND user_id = ${userId}`
+    SELECT id::text, title, created_at, updated_at FROM sys.conversations WHERE id = ${id} AND user_id = ${userId}`
   if (conversation === undefined) return Option.none()
   return Option.some({ ...conversation, messages: yield* messagesOf(sql, id) })
 })
@@ -118,13 +121,13 @@ export const beginTurn = Effect.fn("Conversations.beginTurn")(function*(userId: 
 
 /** Replaces a message's content and status (the placeholder as the reply ends, a tool call as it runs). */
 export const saveMessage = Effect.fn("Conversations.save")(
-  function*(owned: OwnedConversation, id: string, content: MessageContent, status: MessageStatus) {
+  function*(owned: OwnedConversation, id: string, content: MessageContent, status: MessageStatus, error: string | null = null) {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql<Message>`
-      UPDATE sys.messages m SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, updated_at = now()
+      UPDATE sys.messages m SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, error = ${error}, updated_at = now()
       FROM sys.conversations c
       WHERE m.id = ${id} AND m.conversation_id = ${owned.conversationId} AND c.id = m.conversation_id AND c.user_id = ${owned.userId}
-      RETURNING m.id::text, m.role, m.content, m.status, m.created_at::text`
+      RETURNING m.id::text, m.role, m.content, m.status, m.created_at, m.error`
     if (row === undefined) return yield* new ConversationNotFound()
     return row
   }
@@ -142,15 +145,15 @@ export const saveMessageAndAddPending = Effect.fn("Conversations.saveAndAddPendi
         UPDATE sys.messages m SET content = ${JSON.stringify(content)}::jsonb, status = ${status}, updated_at = now()
         FROM sys.conversations c
         WHERE m.id = ${id} AND m.conversation_id = ${owned.conversationId} AND c.id = m.conversation_id AND c.user_id = ${owned.userId}
-        RETURNING m.id, m.conversation_id, m.role, m.content, m.status, m.created_at
+        RETURNING m.id, m.conversation_id, m.role, m.content, m.status, m.created_at, m.error
       ), added AS (
         INSERT INTO sys.messages (conversation_id, role, content, status)
         SELECT conversation_id, 'assistant', '{"type": "text", "text": ""}', 'pending' FROM saved
-        RETURNING id, role, content, status, created_at
+        RETURNING id, role, content, status, created_at, error
       )
-      SELECT id::text, role, content, status, created_at::text, false AS added FROM saved
+      SELECT id::text, role, content, status, created_at, error, false AS added FROM saved
       UNION ALL
-      SELECT id::text, role, content, status, created_at::text, true AS added FROM added`
+      SELECT id::text, role, content, status, created_at, error, true AS added FROM added`
     const saved = rows.find((row) => !row.added)
     const added = rows.find((row) => row.added)
     if (saved === undefined || added === undefined) return yield* new ConversationNotFound()
@@ -166,7 +169,7 @@ export const addMessage = Effect.fn("Conversations.add")(
       INSERT INTO sys.messages (conversation_id, role, content, status)
       SELECT c.id, ${role}, ${JSON.stringify(content)}::jsonb, ${status} FROM sys.conversations c
       WHERE c.id = ${owned.conversationId} AND c.user_id = ${owned.userId}
-      RETURNING id::text, role, content, status, created_at::text`
+      RETURNING id::text, role, content, status, created_at, error`
     if (row === undefined) return yield* new ConversationNotFound()
     return row
   }
@@ -185,15 +188,15 @@ export const lockMessage = Effect.fn("Conversations.lockMessage")(function*(user
   if (conversation === undefined) return yield* new ConversationNotFound()
   if (!isUuid(messageId)) return Option.none<Message>()
   const [message] = yield* sql<Message>`
-    SELECT id::text, role, content, status, created_at::text FROM sys.messages
+    SELECT id::text, role, content, status, created_at, error FROM sys.messages
     WHERE id = ${messageId} AND conversation_id = ${conversationId} FOR UPDATE`
   return Option.fromNullishOr(message)
 })
 
-/** After an unexpected failure of a reply: nothing of it may stay pending. */
-export const failPending = Effect.fn("Conversations.failPending")(function*(owned: OwnedConversation) {
+/** After an unexpected failure of a reply: nothing of it may stay pending; each keeps `reason`. */
+export const failPending = Effect.fn("Conversations.failPending")(function*(owned: OwnedConversation, reason: string) {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`UPDATE sys.messages m SET status = 'error', updated_at = now() FROM sys.conversations c
+  yield* sql`UPDATE sys.messages m SET status = 'error', error = ${reason}, updated_at = now() FROM sys.conversations c
     WHERE m.conversation_id = ${owned.conversationId} AND m.status = 'pending' AND c.id = m.conversation_id AND c.user_id = ${owned.userId}`
 })
 
@@ -231,6 +234,9 @@ export const claimApproval = Effect.fn("Conversations.claimApproval")(function*(
   }))
 })
 
+/** The reason a reply left by a process that died is stored with. */
+export const ABANDONED = "the reply was cut off: the chat service writing it stopped"
+
 /**
  * Crash recovery, as a chat service starts: replies left `pending` longer than `olderThan` were
  * being written by a process that is gone (a live reply touches its messages at every step), so
@@ -238,7 +244,7 @@ export const claimApproval = Effect.fn("Conversations.claimApproval")(function*(
  */
 export const failAbandoned = Effect.fn("Conversations.failAbandoned")(function*(olderThanSeconds: number) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql`UPDATE sys.messages SET status = 'error', updated_at = now()
+  const rows = yield* sql`UPDATE sys.messages SET status = 'error', error = ${ABANDONED}, updated_at = now()
     WHERE status = 'pending' AND updated_at < now() - make_interval(secs => ${olderThanSeconds}) RETURNING id`
   return rows.length
 })

@@ -305,4 +305,32 @@ describe("ConversationActors", () => {
     })
     expect(fake.pending()).toBe(0)
   })
+
+  it("what is left pending keeps the reason the events give: a failed or defective reply, the service shutting down", async () => {
+    const fake = fakeWork()
+    const reasons: Array<string> = []
+    const work: ConversationWork<never> = {
+      ...fake.work,
+      failPending: (owned, reason) => Effect.andThen(Effect.sync(() => reasons.push(reason)), fake.work.failPending(owned, reason))
+    }
+    fake.open(C1)
+    fake.plans.set("fails", { ending: "fails", sleep: 0 })
+    fake.plans.set("dies", { ending: "dies", sleep: 0 })
+    const never = Effect.runSync(Deferred.make<void>())
+    fake.plans.set("forever", { ending: "text", sleep: 0, gate: never })
+    const errorOf = (events: Stream.Stream<ChatEvent>) =>
+      Effect.map(Stream.runCollect(events), (all) => Array.from(all).flatMap((event) => (event.event === "error" ? [event.data.error] : [])))
+    const { failed, died, forever } = await run(Effect.gen(function*() {
+      const actors = yield* makeConversationActors(work)
+      const failed = yield* errorOf(yield* actors.reply(chatIn(C1, "fails")))
+      const died = yield* errorOf(yield* actors.reply(chatIn(C1, "dies")))
+      const forever = yield* actors.reply(chatIn(C1, "forever"))
+      yield* until(() => fake.running() === 1)
+      return { failed, died, forever }
+    }))
+    const shutDown = await Effect.runPromise(errorOf(forever))
+    expect([failed, died, shutDown]).toEqual([["the reply failed"], ["the reply failed"], ["the service is shutting down"]])
+    expect(reasons).toEqual([...failed, ...died, ...shutDown])
+    expect(fake.pending()).toBe(0)
+  })
 })

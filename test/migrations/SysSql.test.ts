@@ -2,7 +2,8 @@
  * The sys SQL of `sql/sys/` (functions, views and triggers, one definition each): applied after
  * the migrations when a file changed, once however many processes start at once; and the upgrade
  * of a database migrated when those bodies still lived in the numbered migrations
- * (test/migrations/fixtures/previous/ is `migrations/` as it was then).
+ * (test/migrations/fixtures/previous/ is `migrations/` as it was then, and fixtures/moved-sys/ is
+ * `sql/sys/` as the move left it, before any later change).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -23,6 +24,7 @@ import {
 import { createTestDatabase, query, runSql, type TestDatabase } from "../support/database.ts"
 
 const PREVIOUS_MIGRATIONS = path.join(import.meta.dirname, "fixtures", "previous")
+const MOVED_SYS_SQL = path.join(import.meta.dirname, "fixtures", "moved-sys")
 
 const databases: Array<TestDatabase> = []
 const freshDatabase = async () => {
@@ -229,24 +231,48 @@ const migratePreviously = (url: string) =>
   Effect.runPromise(Effect.flatMap(readMigrations(PREVIOUS_MIGRATIONS), (migrations) =>
     withDatabase(url, Effect.andThen(migrate(migrations), revokeDeniedFunctions()))))
 
+/** The last migration of the previous layout, and the files of the migrations numbered after it. */
+const sinceThePreviousLayout = () =>
+  Effect.runPromise(Effect.gen(function*() {
+    const last = Math.max(...(yield* readMigrations(PREVIOUS_MIGRATIONS)).map((migration) => migration.version))
+    const newer = (yield* readMigrations(MIGRATIONS_DIR)).filter((migration) => migration.version > last)
+    return { last, newer: newer.map((migration) => `${String(migration.version).padStart(4, "0")}_${migration.name}.sql`) }
+  }))
+
+/** What migrateDatabase did right after the move: the migrations up to `last`, then the sys SQL as moved. */
+const migrateAsMoved = (url: string, last: number) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const migrations = (yield* readMigrations(MIGRATIONS_DIR)).filter((migration) => migration.version <= last)
+    const files = yield* readSysSql(MOVED_SYS_SQL)
+    yield* withDatabase(url, Effect.gen(function*() {
+      yield* migrate(migrations)
+      yield* applySysSql(files)
+      yield* revokeDeniedFunctions()
+    }))
+  }))
+
 describe("a database migrated before the sys SQL files", () => {
   it("upgrades to what a fresh database is: functions, views, triggers, policies and privileges", async () => {
-    const [previous, fresh] = await Promise.all([freshDatabase(), freshDatabase()])
+    const { last, newer } = await sinceThePreviousLayout()
+    const [previous, fresh, moved] = await Promise.all([freshDatabase(), freshDatabase(), freshDatabase()])
     await migratePreviously(previous.adminUrl)
     await Effect.runPromise(migrateDatabase(fresh.adminUrl))
+    await migrateAsMoved(moved.adminUrl, last)
     const expected = await catalog(fresh.adminUrl)
     expect(expected.functions.length).toBeGreaterThan(50)
     expect(expected.triggers.length).toBeGreaterThan(3)
     expect(expected.policies.length).toBeGreaterThan(5)
     // The move itself changed nothing a database holds: only what the migrator records differs.
     const before = await catalog(previous.adminUrl)
+    const asMoved = await catalog(moved.adminUrl)
     const withoutSysSql = (rows: ReadonlyArray<unknown>) =>
       rows.filter((row) => !JSON.stringify(row).includes("plinth.sys_sql"))
     for (const key of ["functions", "relations", "constraints", "triggers", "policies", "namespaces", "database"] as const) {
-      expect(before[key], key).toEqual(withoutSysSql(expected[key]))
+      expect(before[key], key).toEqual(withoutSysSql(asMoved[key]))
     }
 
-    expect(await Effect.runPromise(migrateDatabase(previous.adminUrl))).toEqual([])
+    // The upgrade applies the migrations numbered since, and the sys SQL as it is now.
+    expect(await Effect.runPromise(migrateDatabase(previous.adminUrl))).toEqual(newer)
     const upgraded = await catalog(previous.adminUrl)
     for (const key of Object.keys(expected) as Array<keyof typeof expected>) expect(upgraded[key], key).toEqual(expected[key])
     expect(await Effect.runPromise(migrateDatabase(previous.adminUrl))).toEqual([])
@@ -268,7 +294,7 @@ describe("a database migrated before the sys SQL files", () => {
     await inApp(`INSERT INTO shop.items (title) VALUES ('before')`)
     await query(db.adminUrl, (sql) => sql`SELECT sys.create_page('home', 'Home', '<p>hi</p>')`)
 
-    expect(await Effect.runPromise(migrateDatabase(db.adminUrl))).toEqual([])
+    expect(await Effect.runPromise(migrateDatabase(db.adminUrl))).toEqual((await sinceThePreviousLayout()).newer)
 
     await inApp(`SELECT sys.alter_table('items', '[{"op": "add_column", "column": {"name": "price", "type": "currency"}}]')`)
     await inApp(`UPDATE shop.items SET price = 2.5, updated_at = '2000-01-01' WHERE title = 'before'`)
