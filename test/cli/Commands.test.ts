@@ -3,6 +3,7 @@
  * `plinth invite` of a bad address, of an existing user (a fresh link while they have not signed
  * in, a way forward once they have), a bad role, and `plinth db url`. Every error is one line.
  */
+import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runPlinth } from "../support/cli.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
@@ -120,5 +121,13 @@ describe("plinth db url", () => {
       await plinth(["db", "url"], { DATABASE_URL: "", PLINTH_DATA_DIR: "/nonexistent/plinth-db-url" }),
       "plinth: no embedded database in /nonexistent/plinth-db-url yet: npm start creates it (or set PLINTH_DATA_DIR)"
     )
+  })
+})
+
+describe("the README", () => {
+  it("gives every command as `npm run plinth -- <command>` (no `plinth` is on PATH after npm ci)", () => {
+    const readme = readFileSync("README.md", "utf8")
+    expect(readme).not.toMatch(/`plinth (start|serve|migrate|invite|db|tenant)\b/)
+    expect(readme).toContain("`npm run plinth -- db url`")
   })
 })
