@@ -104,7 +104,7 @@ export const withErrorBody = (response: HttpServerResponse.HttpServerResponse): 
   if (body._tag === "Empty") return HttpServerResponse.jsonUnsafe({ error: statusMessage(response.status) }, { status: response.status, headers: response.headers })
   // The platform's own 415 ("Unsupported content-type") says what is wrong but not what to send.
   if (response.status === 415 && !(body._tag === "Uint8Array" && body.contentType.includes("json"))) {
-    return HttpServerResponse.jsonUnsafe({ error: UNSUPPORTED_MEDIA_TYPE }, { status: 415, headers: response.headers })
+    return HttpServerResponse.jsonUnsafe({ error: UNSUPPORTED_MEDIA_TYPE }, { status: 415 })
   }
   if (body._tag === "Uint8Array" && !body.contentType.includes("json")) {
     const text = new TextDecoder().decode(body.body).trim()

@@ -52,6 +52,7 @@ describe("system endpoints", () => {
     for (const [route, headers] of [["/sql", { authorization: `Bearer ${token}` }], ["/auth/magic-link", {}]] as const) {
       const response = await fetch(`${main.url}${route}`, { method: "POST", headers: { ...headers, "content-type": "text/plain" }, body: "{}" })
       expect(response.status).toBe(415)
+      expect(response.headers.get("content-type")).toContain("application/json")
       expect(await response.json()).toEqual({ error: "unsupported media type: send JSON (Content-Type: application/json)" })
     }
   })
