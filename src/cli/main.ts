@@ -261,10 +261,11 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
 }
 
 /**
- * A Plinth whose parent is gone (npm killed, its shell gone) stops as if signalled: nobody is left
- * to stop it, and it would keep its ports and the embedded PostgreSQL.
+ * A Plinth whose parent is gone (npm killed, its shell gone) or whose terminal closed (SIGHUP) stops
+ * as if signalled: nobody is left to stop it, and it would keep its ports and the embedded PostgreSQL.
  */
 const stopWithParent = () => {
+  process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
   const parent = process.ppid
   const watch = setInterval(() => {
     if (process.ppid === parent) return

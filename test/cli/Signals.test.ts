@@ -1,6 +1,7 @@
 /**
  * `npm start` as a user runs it, in a process group of its own as a terminal would give it: SIGINT
- * and SIGTERM to npm, to Plinth's node process and to the whole group each stop everything (npm,
+ * and SIGTERM to npm, to Plinth's node process and to the whole group (and SIGHUP to the group, a
+ * closed terminal) each stop everything (npm,
  * Plinth, the embedded PostgreSQL) with a usual exit code and no stack trace; a Plinth whose parent
  * dies stops too; and a PostgreSQL left running by a killed Plinth is stopped by the next start.
  */
@@ -31,6 +32,7 @@ beforeAll(async () => {
 afterAll(() => fs.rm(dataDir, { recursive: true, force: true }))
 
 const STOPPED_WITHIN_MS = 10_000
+const SIGNAL_NUMBERS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const
 
 interface NpmStart {
   readonly npm: ChildProcess
@@ -101,13 +103,15 @@ describe("npm start stops on a signal", () => {
     ["SIGINT", "plinth"],
     ["SIGTERM", "plinth"],
     ["SIGINT", "group"],
-    ["SIGTERM", "group"]
+    ["SIGTERM", "group"],
+    // A closed terminal.
+    ["SIGHUP", "group"]
   ] as const)("%s to %s", async (signal, target) => {
     const run = await npmStart()
     const pid = target === "npm" ? run.npm.pid! : target === "plinth" ? run.plinthPid : -run.npm.pid!
     process.kill(pid, signal)
     const exit = await run.exited
-    expect([0, 130, 143]).toContain(exit.code ?? 128 + (exit.signal === "SIGINT" ? 2 : 15))
+    expect([0, 128 + SIGNAL_NUMBERS[signal]]).toContain(exit.code ?? 128 + SIGNAL_NUMBERS[exit.signal as keyof typeof SIGNAL_NUMBERS])
     await expectAllStopped(run)
   }, 90_000)
 })
