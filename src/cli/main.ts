@@ -65,16 +65,15 @@ const shellWord = (value: string) => /^[\w@%+=:,./-]+$/.test(value) ? value : `'
  * The HTTP ports are checked before anything starts (the embedded PostgreSQL checks its own
  * before initdb), so a conflict costs nothing and names the variable to change.
  */
-const checkPorts = (services: ReadonlyArray<"main" | "chat">) =>
-  Effect.gen(function*() {
-    const config = yield* PlinthConfig
-    for (const service of services) {
-      const [port, variable] = service === "main" ? [config.port, "PORT"] : [config.chatPort, "CHAT_PORT"]
-      if (yield* Effect.promise(() => portTaken(config.host, port))) {
-        return yield* new CliFailure({ message: `${service} service: port ${port} is already in use (set ${variable})` })
-      }
+const checkPorts = Effect.fn("Cli.checkPorts")(function*(services: ReadonlyArray<"main" | "chat">) {
+  const config = yield* PlinthConfig
+  for (const service of services) {
+    const [port, variable] = service === "main" ? [config.port, "PORT"] : [config.chatPort, "CHAT_PORT"]
+    if (yield* Effect.promise(() => portTaken(config.host, port))) {
+      return yield* new CliFailure({ message: `${service} service: port ${port} is already in use (set ${variable})` })
     }
-  }).pipe(Effect.provide(PlinthConfig.layer))
+  }
+}, Effect.provide(PlinthConfig.layer))
 
 /**
  * Each service is built on its own (Layer.build has its own memo map), so the two HTTP servers
@@ -120,32 +119,32 @@ interface ExistingUser { readonly id: string; readonly role: string; readonly is
  * Invites `email`, or, for a user who was invited but has never signed in (the link expired), issues
  * a fresh link; anyone else is a one-line refusal that says what to do.
  */
-const inviteOrReissue = (email: string, role: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    // Signed in = has set a password or followed a link (spent links are kept until the next one is issued).
-    const [existing] = yield* sql<ExistingUser>`
-      SELECT u.id, u.role, u.is_active,
-        u.password_hash IS NOT NULL OR EXISTS (SELECT FROM sys.magic_links l WHERE l.user_id = u.id AND l.consumed_at IS NOT NULL) AS signed_in
-      FROM sys.users u WHERE lower(u.email) = lower(${email})`
-    if (existing === undefined) {
-      const [row] = yield* sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`
-      return { token: row!.token, again: false }
-    }
-    if (!existing.is_active) return yield* new CliFailure({ message: `${email} has an account, and it is deactivated` })
-    if (existing.signed_in) {
-      return yield* new CliFailure({
-        message: `${email} already has an account (${existing.role}) and has signed in; a sign-in link is sent by POST /auth/magic-link {"email": "${email}"} (the sign-in page)`
-      })
-    }
-    if (existing.role !== role) {
-      return yield* new CliFailure({
-        message: `${email} was invited as ${existing.role} and has not signed in yet; invite ${email} ${existing.role} again for a fresh link`
-      })
-    }
-    const [row] = yield* sql<{ token: string }>`SELECT sys.issue_magic_link(${existing.id}::uuid) AS token`
-    return { token: row!.token, again: true }
-  })
+const inviteOrReissue = Effect.fn("Cli.inviteOrReissue")(function*(email: string, role: string) {
+  const sql = yield* SqlClient.SqlClient
+  // Signed in = has a password or a spent link; issuing a link deletes spent ones, so a user who
+  // signed in by link alone and asked for a link since gets a fresh one here, which is harmless.
+  const [existing] = yield* sql<ExistingUser>`
+    SELECT u.id, u.role, u.is_active,
+      u.password_hash IS NOT NULL OR EXISTS (SELECT FROM sys.magic_links l WHERE l.user_id = u.id AND l.consumed_at IS NOT NULL) AS signed_in
+    FROM sys.users u WHERE lower(u.email) = lower(${email})`
+  if (existing === undefined) {
+    const [row] = yield* sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`
+    return { token: row!.token, again: false }
+  }
+  if (!existing.is_active) return yield* new CliFailure({ message: `${email} has an account, and it is deactivated` })
+  if (existing.signed_in) {
+    return yield* new CliFailure({
+      message: `${email} already has an account (${existing.role}) and has signed in; a sign-in link is sent by POST /auth/magic-link {"email": "${email}"} (the sign-in page)`
+    })
+  }
+  if (existing.role !== role) {
+    return yield* new CliFailure({
+      message: `${email} was invited as ${existing.role} and has not signed in yet; invite ${email} ${existing.role} again for a fresh link`
+    })
+  }
+  const [row] = yield* sql<{ token: string }>`SELECT sys.issue_magic_link(${existing.id}::uuid) AS token`
+  return { token: row!.token, again: true }
+})
 
 const invite = Command.make("invite", {
   email: Argument.String("email").pipe(Argument.withDescription("the new user's email address")),
