@@ -1,17 +1,22 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --no-allocation-site-pretenuring
 /**
  * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
- * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`, and
- * `tenant create|list|migrate` for multi-tenant mode.
+ * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`, `db url`,
+ * and `tenant create|list|migrate` for multi-tenant mode.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
-import { SqlClient } from "effect/sql"
+import { Cause, Console, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
+import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
+import { SqlClient, SqlError } from "effect/sql"
+import { existsSync } from "node:fs"
+import * as path from "node:path"
+import { describeFailure } from "../services/DatabaseError.ts"
 import { maskEmail } from "../services/EmailMask.ts"
 import { magicLinkUrl } from "../services/Mailer.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
-import { DatabaseUrls, migrateDatabase, requireUrl, withDatabase } from "../layers/Database.ts"
+import { DatabaseUrls, EMBEDDED_DATABASE, migrateDatabase, requireUrl, withDatabase } from "../layers/Database.ts"
+import { portTaken, runningServer } from "../layers/EmbeddedPostgres.ts"
+import { loadLocalSecrets } from "../layers/LocalSecrets.ts"
 import { LoggingLive } from "../layers/Logging.ts"
 import { ChatService, MainService } from "../layers/Services.ts"
 import { createTenant, listTenants, migrateTenants, tenantAdminUrl } from "../layers/TenantAdmin.ts"
@@ -22,10 +27,53 @@ import { createTenant, listTenants, migrateTenants, tenantAdminUrl } from "../la
  */
 const Base = DatabaseUrls.layer.pipe(Layer.provideMerge(LoggingLive), Layer.provideMerge(PlinthConfig.layer))
 
+/** A failure the operator can act on, reported as its one line. */
+class CliFailure extends Schema.TaggedError<CliFailure>()("CliFailure", { message: Schema.String }) {}
+
 const applyMigrations = Effect.gen(function*() {
   const applied = yield* migrateDatabase(yield* requireUrl("admin"))
   yield* Effect.logInfo(applied.length > 0 ? `applied migrations: ${applied.join(", ")}` : "migrations: up to date")
 })
+
+const DEFAULT_DATA_DIR = ".plinth"
+const DEFAULT_PG_PORT = 54329
+
+/**
+ * The command that invites the first owner, carrying the settings this server runs with (so it
+ * reaches this data directory and port), shown only while no owner exists.
+ */
+const firstOwnerHint = Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  if (config.multiTenant) return
+  const hasOwner = yield* withDatabase(yield* requireUrl("admin"), Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ found: boolean }>`SELECT EXISTS (SELECT FROM sys.users WHERE role = 'owner' AND is_active) AS found`
+    return rows[0]?.found === true
+  })).pipe(Effect.orElseSucceed(() => false))
+  if (hasOwner) return
+  const settings = [
+    path.resolve(config.dataDir) === path.resolve(DEFAULT_DATA_DIR) ? "" : `PLINTH_DATA_DIR=${shellWord(path.resolve(config.dataDir))} `,
+    config.pgPort === DEFAULT_PG_PORT ? "" : `PLINTH_PG_PORT=${config.pgPort} `
+  ].join("")
+  yield* Console.log(`Invite the first owner: ${settings}npm run plinth -- invite you@example.com owner`)
+})
+
+/** A value as one shell word (quoted when it holds anything but safe characters). */
+const shellWord = (value: string) => /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`
+
+/**
+ * The HTTP ports are checked before anything starts (the embedded PostgreSQL checks its own
+ * before initdb), so a conflict costs nothing and names the variable to change.
+ */
+const checkPorts = Effect.fn("Cli.checkPorts")(function*(services: ReadonlyArray<"main" | "chat">) {
+  const config = yield* PlinthConfig
+  for (const service of services) {
+    const [port, variable] = service === "main" ? [config.port, "PORT"] : [config.chatPort, "CHAT_PORT"]
+    if (yield* Effect.promise(() => portTaken(config.host, port))) {
+      return yield* new CliFailure({ message: `${service} service: port ${port} is already in use (set ${variable})` })
+    }
+  }
+}, Effect.provide(PlinthConfig.layer))
 
 /**
  * Each service is built on its own (Layer.build has its own memo map), so the two HTTP servers
@@ -46,39 +94,115 @@ const runServices = (services: ReadonlyArray<"main" | "chat">) =>
     const base = (port: number) => `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`
     if (services.includes("main")) yield* Console.log(`Plinth main service: ${base(config.port)}`)
     if (services.includes("chat")) yield* Console.log(`Plinth chat service: ${base(config.chatPort)}`)
-    if (urls.embedded) yield* Console.log("Invite the first owner: npm run plinth -- invite you@example.com owner")
+    if (urls.embedded) yield* firstOwnerHint
     return yield* Effect.never
-  }))
+  })).pipe(Effect.provide(Base), (run) => Effect.andThen(checkPorts(services), run))
 
-const start = Command.make("start", {}, () => runServices(["main", "chat"]).pipe(Effect.provide(Base))).pipe(
+const start = Command.make("start", {}, () => runServices(["main", "chat"])).pipe(
   Command.withDescription("Run both services (on the embedded PostgreSQL unless DATABASE_URL is set)")
 )
 
 const serve = Command.make("serve", {
   service: Argument.Literals("service", ["main", "chat"]).pipe(Argument.withDescription("main or chat"))
-}, ({ service }) => runServices([service]).pipe(Effect.provide(Base))).pipe(
+}, ({ service }) => runServices([service])).pipe(
   Command.withDescription("Run one service (production shape: one process per service)")
 )
 
+const ROLES = ["owner", "admin", "staff", "member"] as const
+
+/** The same rule as sys.invite_user's, checked before any database is started. */
+const EMAIL = /^[^@\s]+@[^@\s]+$/
+
+interface ExistingUser { readonly id: string; readonly role: string; readonly is_active: boolean; readonly signed_in: boolean }
+
+/**
+ * Invites `email`, or, for a user who was invited but has never signed in (the link expired), issues
+ * a fresh link; anyone else is a one-line refusal that says what to do.
+ */
+const inviteOrReissue = Effect.fn("Cli.inviteOrReissue")(function*(email: string, role: string) {
+  const sql = yield* SqlClient.SqlClient
+  // Signed in = has a password or a spent link; issuing a link deletes spent ones, so a user who
+  // signed in by link alone and asked for a link since gets a fresh one here, which is harmless.
+  const [existing] = yield* sql<ExistingUser>`
+    SELECT u.id, u.role, u.is_active,
+      u.password_hash IS NOT NULL OR EXISTS (SELECT FROM sys.magic_links l WHERE l.user_id = u.id AND l.consumed_at IS NOT NULL) AS signed_in
+    FROM sys.users u WHERE lower(u.email) = lower(${email})`
+  if (existing === undefined) {
+    const [row] = yield* sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`
+    return { token: row!.token, again: false }
+  }
+  if (!existing.is_active) return yield* new CliFailure({ message: `${email} has an account, and it is deactivated` })
+  if (existing.signed_in) {
+    return yield* new CliFailure({
+      message: `${email} already has an account (${existing.role}) and has signed in; a sign-in link is sent by POST /auth/magic-link {"email": "${email}"} (the sign-in page)`
+    })
+  }
+  if (existing.role !== role) {
+    return yield* new CliFailure({
+      message: `${email} was invited as ${existing.role} and has not signed in yet; invite ${email} ${existing.role} again for a fresh link`
+    })
+  }
+  const [row] = yield* sql<{ token: string }>`SELECT sys.issue_magic_link(${existing.id}::uuid) AS token`
+  return { token: row!.token, again: true }
+})
+
 const invite = Command.make("invite", {
   email: Argument.String("email").pipe(Argument.withDescription("the new user's email address")),
-  role: Argument.Literals("role", ["owner", "admin", "staff", "member"]).pipe(Argument.withDescription("owner, admin, staff or member")),
+  role: Argument.Literals("role", ROLES).pipe(Argument.withDescription("owner, admin, staff or member")),
   tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant to invite into"))
 }, ({ email, role, tenant }) =>
   Effect.gen(function*() {
     const config = yield* PlinthConfig
     const adminUrl = Option.isSome(tenant) ? yield* tenantAdminUrl(tenant.value) : yield* requireUrl("admin")
     // As a database administrator: no app role is set, which is what lets the first owner in.
-    const token = yield* withDatabase(adminUrl, Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const [row] = yield* sql<{ token: string }>`SELECT sys.invite_user(${email}, ${role}) AS token`
-      return row!.token
-    }))
+    const { token, again } = yield* withDatabase(adminUrl, inviteOrReissue(email, role)).pipe(
+      Effect.catchIf(SqlError.isSqlError, (error) => Effect.fail(new CliFailure({ message: `cannot invite ${email}: ${describeFailure(error)}` })))
+    )
     // Production output tends to end up in collected logs: the address is masked there, the link is what the operator needs.
-    yield* Console.log(`Invited ${config.isProduction ? maskEmail(email) : email} as ${role}. Sign-in link (valid 15 minutes, single use):`)
+    const who = config.isProduction ? maskEmail(email) : email
+    yield* Console.log(again
+      ? `${who} was invited as ${role} and has not signed in yet. A fresh sign-in link (valid 15 minutes, single use):`
+      : `Invited ${who} as ${role}. Sign-in link (valid 15 minutes, single use):`)
     yield* Console.log(magicLinkUrl(config.appUrl, token))
-  }).pipe(Effect.provide(Base))).pipe(
-  Command.withDescription("Invite a user as a database administrator (how the first owner gets in) and print the sign-in link")
+  }).pipe(
+    Effect.provide(Base),
+    // Before Base: a mistyped address starts no database.
+    (run) => email.length > 320 || !EMAIL.test(email)
+      ? Effect.fail(new CliFailure({ message: `invalid email address: ${JSON.stringify(email.slice(0, 320))}` }))
+      : run
+  )).pipe(
+  Command.withDescription("Invite a user as a database administrator (how the first owner gets in) and print the sign-in link; again for a user who has not signed in yet: a fresh link")
+)
+
+/**
+ * The superuser URL of the embedded database (for psql), read from the data directory's secrets
+ * without starting anything; with URLs, DATABASE_ADMIN_URL (the operator's own).
+ */
+const dbUrl = Effect.gen(function*() {
+  const config = yield* PlinthConfig
+  if (Option.isSome(config.databaseUrl)) {
+    if (Option.isNone(config.adminDatabaseUrl)) {
+      return yield* new CliFailure({ message: "invalid configuration: DATABASE_ADMIN_URL: required when DATABASE_URL is set" })
+    }
+    return yield* Console.log(Redacted.value(config.adminDatabaseUrl.value))
+  }
+  const dataDir = path.resolve(config.dataDir)
+  if (!existsSync(path.join(dataDir, "secrets.json"))) {
+    return yield* new CliFailure({ message: `no embedded database in ${dataDir} yet: npm start creates it (or set PLINTH_DATA_DIR)` })
+  }
+  const secrets = yield* loadLocalSecrets(dataDir)
+  const running = yield* runningServer(path.join(dataDir, "pg"))
+  const port = Option.isSome(running) ? running.value.port : config.pgPort
+  yield* Console.log(`postgres://postgres:${encodeURIComponent(secrets.postgres)}@127.0.0.1:${port}/${EMBEDDED_DATABASE}`)
+}).pipe(Effect.provide(PlinthConfig.layer))
+
+const db = Command.make("db").pipe(
+  Command.withDescription("The database behind Plinth"),
+  Command.withSubcommands([
+    Command.make("url", {}, () => dbUrl).pipe(
+      Command.withDescription("Print the administrator's URL of the database (the embedded one's superuser; else DATABASE_ADMIN_URL), e.g. for psql")
+    )
+  ])
 )
 
 const tenantName = Argument.String("name").pipe(Argument.withDescription("a-z, 0-9 and _, starting with a letter"))
@@ -110,21 +234,51 @@ const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.pr
 
 export const plinth = Command.make("plinth").pipe(
   Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
-  Command.withSubcommands([start, serve, migrate, invite, tenant])
+  Command.withSubcommands([start, serve, migrate, invite, db, tenant])
 )
+
+/** A mistyped command line is its error and the command's one-line usage, not the whole help. */
+const presenter: CliOutput.Presenter = {
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Console.error([
+        ...event.errors.map((error) => `plinth: ${error.message.split("\n")[0]}`),
+        `usage: ${event.helpDoc.usage} (see ${event.commandPath.join(" ")} --help)`
+      ].join("\n"))
+      : CliOutput.defaultPresenter.present(event)
+}
 
 /** Failures that reach the top are one line for the operator; anything else is a bug and shows its trace. */
 const reportFailure = (cause: Cause.Cause<unknown>) => {
   if (Cause.hasInterruptsOnly(cause)) return Effect.void
   const error = Cause.squash(cause)
+  // Its message was presented already (or it was a plain request for help).
+  if (CliError.isCliError(error) && error._tag === "ShowHelp") return Effect.void
+  if (SqlError.isSqlError(error)) return Console.error(`plinth: ${describeFailure(error)}`)
   const known = Cause.hasFails(cause) && typeof (error as { message?: unknown }).message === "string"
   return Console.error(known ? `plinth: ${(error as { message: string }).message}` : `plinth: unexpected failure\n${Cause.pretty(cause)}`)
 }
 
+/**
+ * A Plinth whose parent is gone (npm killed, its shell gone) or whose terminal closed (SIGHUP) stops
+ * as if signalled: nobody is left to stop it, and it would keep its ports and the embedded PostgreSQL.
+ */
+const stopWithParent = () => {
+  process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
+  const parent = process.ppid
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return
+    clearInterval(watch)
+    process.kill(process.pid, "SIGTERM")
+  }, 500).unref()
+}
+
 if (import.meta.main) {
+  stopWithParent()
   plinth.pipe(
     Command.run({ version: "0.1.0" }),
     Effect.tapCause(reportFailure),
+    Effect.provide(CliOutput.layerPresenter(presenter)),
     Effect.provide(NodeServices.layer),
     NodeRuntime.runMain({
       disableErrorReporting: true,

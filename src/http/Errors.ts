@@ -71,6 +71,9 @@ export const databaseUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlErr
     return Effect.die(error)
   })
 
+/** What a 415 says, whichever route answers it: what to send instead. */
+export const UNSUPPORTED_MEDIA_TYPE = "unsupported media type: send JSON (Content-Type: application/json)"
+
 /** The reason phrase used when a response left the platform with an error status and no body. */
 const statusMessages: Record<number, string> = {
   400: "bad request",
@@ -81,7 +84,7 @@ const statusMessages: Record<number, string> = {
   408: "request timeout",
   409: "conflict",
   413: "request body too large",
-  415: "unsupported media type",
+  415: UNSUPPORTED_MEDIA_TYPE,
   429: "too many requests",
   431: "request headers too large",
   499: "client closed request",
@@ -99,6 +102,10 @@ export const withErrorBody = (response: HttpServerResponse.HttpServerResponse): 
   if (response.status < 400) return response
   const body = response.body
   if (body._tag === "Empty") return HttpServerResponse.jsonUnsafe({ error: statusMessage(response.status) }, { status: response.status, headers: response.headers })
+  // The platform's own 415 ("Unsupported content-type") says what is wrong but not what to send.
+  if (response.status === 415 && !(body._tag === "Uint8Array" && body.contentType.includes("json"))) {
+    return HttpServerResponse.jsonUnsafe({ error: UNSUPPORTED_MEDIA_TYPE }, { status: 415 })
+  }
   if (body._tag === "Uint8Array" && !body.contentType.includes("json")) {
     const text = new TextDecoder().decode(body.body).trim()
     return HttpServerResponse.jsonUnsafe({ error: text === "" ? statusMessage(response.status) : text.slice(0, 500) }, { status: response.status })

@@ -7,7 +7,7 @@ import { ByteSize, Effect, Schema, SchemaIssue } from "effect"
 import { type HttpServerError, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { IncomingMessage } from "node:http"
-import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "./Errors.ts"
+import { BadRequest, PayloadTooLarge, UNSUPPORTED_MEDIA_TYPE, UnsupportedMediaType } from "./Errors.ts"
 import { MAX_BODY_SIZE } from "./HttpServerLive.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
@@ -47,7 +47,7 @@ export const jsonBody = <S extends Schema.Top>(schema: S) => {
     request: HttpServerRequest.HttpServerRequest
   ): Effect.Effect<S["Type"], BadRequest | UnsupportedMediaType | PayloadTooLarge | HttpServerError.HttpServerError, S["DecodingServices"]> => {
     const mediaType = mediaTypeOf(request.headers["content-type"] ?? "application/json")
-    if (mediaType !== "application/json") return Effect.fail(new UnsupportedMediaType({ error: `Unsupported content-type: ${mediaType}` }))
+    if (mediaType !== "application/json") return Effect.fail(new UnsupportedMediaType({ error: UNSUPPORTED_MEDIA_TYPE }))
     return Effect.flatMap(bodyText(request), (text) => {
       let json: unknown
       try {

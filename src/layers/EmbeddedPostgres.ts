@@ -10,6 +10,7 @@ import { Effect, Option, Schema, type Scope } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
+import * as net from "node:net"
 import * as path from "node:path"
 
 export class EmbeddedPostgresError extends Schema.TaggedError<EmbeddedPostgresError>()("EmbeddedPostgresError", {
@@ -162,15 +163,64 @@ const initialise = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs:
     )
   })
 
-const stop = (child: ChildProcess) =>
+const stop = (child: ChildProcess, ownerFile: string) =>
   Effect.callback<void>((resume) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    const done = () => {
+      fs.rm(ownerFile, { force: true }).finally(() => resume(Effect.void))
+    }
+    if (child.exitCode !== null || child.signalCode !== null) return done()
     const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS)
     child.once("exit", () => {
       clearTimeout(timer)
-      resume(Effect.void)
+      done()
     })
     child.kill("SIGINT") // "fast" shutdown: roll back open transactions, checkpoint, exit
+  })
+
+/**
+ * The file naming the Plinth process that started the server on this data directory: a server
+ * whose owner is gone was left by a Plinth that was killed, and a new start stops it.
+ */
+const ownerFileOf = (pgData: string) => path.join(path.dirname(pgData), "postgres.owner")
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: it exists but belongs to another user (the postgres OS user when we are not root).
+    return (error as { code?: string }).code === "EPERM"
+  }
+}
+
+/** Whether something listens on `port` (or it cannot be bound), checked before initdb writes anything. */
+export const portTaken = (host: string, port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = net.createServer()
+    server.once("error", () => resolve(true))
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(false)))
+  })
+
+/** Stops the server a killed Plinth left running (fast shutdown, then SIGKILL) and waits for it to go. */
+const stopStale = (pid: number) =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + STOP_TIMEOUT_MS
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        process.kill(pid, name)
+      } catch {
+        // gone already
+      }
+    }
+    signal("SIGINT")
+    let killed = false
+    while (isAlive(pid)) {
+      if (!killed && Date.now() > deadline) {
+        signal("SIGKILL")
+        killed = true
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
   })
 
 const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: RunAs, onLog: (line: string) => void) =>
@@ -182,7 +232,14 @@ const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: Run
       "-c", "unix_socket_directories=",
       "-c", "logging_collector=off",
       "-c", "max_connections=200"
-    ], { ...runAs, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LC_ALL: "C" } })
+    ], {
+      ...runAs,
+      // A process group of its own: a terminal's Ctrl-C reaches Plinth, which stops PostgreSQL last,
+      // instead of PostgreSQL closing Plinth's connections under it.
+      detached: true,
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, LC_ALL: "C" }
+    })
     let output = ""
     let ready = false
     const timer = setTimeout(() => {
@@ -212,21 +269,24 @@ const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: Run
   })
 
 /**
- * The port of a live server on this data directory, from its `postmaster.pid` (line 1 the pid,
- * line 4 the port). A file left by a crashed server names a dead pid and is ignored.
+ * The pid and port of a live server on this data directory, from its `postmaster.pid` (line 1 the
+ * pid, line 4 the port). A file left by a crashed server names a dead pid and is ignored.
  */
-const runningServerPort = (pgData: string) =>
+export const runningServer = (pgData: string) =>
   Effect.promise(() => fs.readFile(path.join(pgData, "postmaster.pid"), "utf8").catch(() => "")).pipe(
-    Effect.map((text): Option.Option<number> => {
+    Effect.map((text): Option.Option<{ readonly pid: number; readonly port: number }> => {
       const [pid, , , port] = text.split("\n").map((line) => Number(line.trim()))
       if (pid === undefined || port === undefined || !Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return Option.none()
-      try {
-        process.kill(pid, 0)
-        return Option.some(port)
-      } catch (error) {
-        // EPERM: it exists but belongs to another user (the postgres OS user when we are not root).
-        return (error as { code?: string }).code === "EPERM" ? Option.some(port) : Option.none()
-      }
+      return isAlive(pid) ? Option.some({ pid, port }) : Option.none()
+    })
+  )
+
+/** The pid in the owner file, if the file exists and names a process that is gone. */
+const deadOwner = (ownerFile: string) =>
+  Effect.promise(() => fs.readFile(ownerFile, "utf8").catch(() => "")).pipe(
+    Effect.map((text) => {
+      const pid = Number(text.trim())
+      return text.trim() !== "" && Number.isInteger(pid) && pid > 0 && !isAlive(pid)
     })
   )
 
@@ -245,12 +305,25 @@ export const startEmbeddedPostgres = (
       port,
       adminUrl: (database = "postgres") => `postgres://postgres:${password}@127.0.0.1:${port}/${database}`
     })
-    // `plinth invite` and `plinth migrate` while `plinth start` runs: use that server, leave it running.
-    const running = yield* runningServerPort(options.pgData)
-    if (Option.isSome(running)) return handle(running.value)
+    const ownerFile = ownerFileOf(options.pgData)
+    const running = yield* runningServer(options.pgData)
+    if (Option.isSome(running)) {
+      // `plinth invite` and `plinth migrate` while `plinth start` runs: use that server, leave it running.
+      if (!(yield* deadOwner(ownerFile))) return handle(running.value.port)
+      yield* Effect.logWarning(`stopping the PostgreSQL a stopped Plinth left running on ${options.pgData} (pid ${running.value.pid})`)
+      yield* stopStale(running.value.pid)
+    }
+    if (yield* Effect.promise(() => portTaken("127.0.0.1", options.port))) {
+      return yield* new EmbeddedPostgresError({ message: `port ${options.port} is already in use (set PLINTH_PG_PORT to another port)` })
+    }
     if (!(yield* exists(path.join(options.pgData, "PG_VERSION")))) {
       yield* initialise(binaries, options, runAs, onLog)
     }
-    yield* Effect.acquireRelease(launch(binaries, options, runAs, onLog), stop)
+    yield* Effect.acquireRelease(
+      launch(binaries, options, runAs, onLog).pipe(
+        Effect.tap(() => Effect.promise(() => fs.writeFile(ownerFile, `${process.pid}\n`).catch(() => undefined)))
+      ),
+      (child) => stop(child, ownerFile)
+    )
     return handle(options.port)
   }).pipe(Effect.withSpan("EmbeddedPostgres.start"))

@@ -2,6 +2,7 @@
  * `plinth start` as an operator runs it: the embedded PostgreSQL, both services, Ctrl-C, a second
  * start on the same data, and the one-line errors of a bad environment.
  */
+import { spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import * as net from "node:net"
@@ -9,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runPlinth } from "../support/cli.ts"
+import { query } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
 
 let dataDir: string
@@ -62,6 +64,36 @@ describe("plinth start", () => {
     expect(await plinth.exited).toBe(0)
     expect(Date.now() - stopping).toBeLessThan(10_000)
     expect(await postgresRunning(path.join(env.PLINTH_DATA_DIR!, "pg"))).toBe(false)
+  }, 90_000)
+
+  it("the first-owner hint carries this server's data dir and port and works as printed; it goes once an owner exists", async () => {
+    const plinth = runPlinth(["start"], env)
+    await plinth.waitFor(/Plinth chat service/)
+    const hint = (await plinth.waitFor(/^Invite the first owner: (.*)$/m))[1]!
+    expect(hint).toBe(`PLINTH_DATA_DIR=${env.PLINTH_DATA_DIR} PLINTH_PG_PORT=${env.PLINTH_PG_PORT} npm run plinth -- invite you@example.com owner`)
+    // As a user pastes it into another terminal: nothing of this server's environment but what it says.
+    const pasted = spawn("sh", ["-c", hint], { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" }, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    pasted.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+    pasted.stderr.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+    expect(await new Promise((resolve) => pasted.on("exit", resolve))).toBe(0)
+    expect(out).toContain("Invited you@example.com as owner.")
+
+    // `plinth db url`: the embedded superuser's URL, which psql (here: a client) connects with.
+    const url = runPlinth(["db", "url"], env)
+    expect(await url.exited).toBe(0)
+    const adminUrl = url.stdout().trim()
+    expect(adminUrl).toMatch(new RegExp(`^postgres://postgres:[0-9a-f]+@127\\.0\\.0\\.1:${env.PLINTH_PG_PORT}/plinth$`))
+    const rows = await query(adminUrl, (sql) => sql<{ user: string; owners: number }>`SELECT current_user AS user, (SELECT count(*)::int FROM sys.users WHERE role = 'owner') AS owners`)
+    expect(rows).toEqual([{ user: "postgres", owners: 1 }])
+
+    plinth.child.kill("SIGTERM")
+    expect(await plinth.exited).toBe(0)
+    const again = runPlinth(["start"], env)
+    await again.waitFor(/Plinth chat service/)
+    again.child.kill("SIGTERM")
+    expect(await again.exited).toBe(0)
+    expect(again.stdout()).not.toContain("Invite the first owner")
   }, 90_000)
 
   it("a second start reuses the data and applies no migration twice; SIGTERM stops it too", async () => {
@@ -148,6 +180,20 @@ describe("a bad environment is one line and exit code 1", () => {
       blocker.close()
     }
     expect(await postgresRunning(path.join(env.PLINTH_DATA_DIR!, "pg"))).toBe(false)
+  }, 60_000)
+
+  it("a taken port fails before a new data directory is initialised", async () => {
+    const fresh = path.join(dataDir, "fresh")
+    for (const variable of ["PLINTH_PG_PORT", "PORT", "CHAT_PORT"] as const) {
+      const blocker = net.createServer().listen(Number(env[variable]), "127.0.0.1")
+      await new Promise((resolve) => blocker.once("listening", resolve))
+      try {
+        await oneLineFailure({ PLINTH_DATA_DIR: fresh }, new RegExp(`port ${env[variable]} is already in use \\(set ${variable}`))
+      } finally {
+        blocker.close()
+      }
+      expect(await fs.access(path.join(fresh, "pg", "PG_VERSION")).then(() => true, () => false)).toBe(false)
+    }
   }, 60_000)
 
   it("an unwritable data directory", async () => {

@@ -10,6 +10,7 @@ import { HttpServer } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serveHttp } from "../../src/http/HttpServerLive.ts"
 import { ValidationErrors, ValidationErrorsLive } from "../../src/http/Validation.ts"
+import { inviteAsDatabaseAdmin, verify } from "../support/auth.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 import { freePort } from "../support/ports.ts"
@@ -44,6 +45,16 @@ describe("system endpoints", () => {
     const response = await fetch(`${service.url}/ready`)
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ status: "ready" })
+  })
+
+  it("a body that is not JSON is 415 {error} saying to send JSON, on plain and HttpApi routes alike", async () => {
+    const { token } = await verify(main.url, await inviteAsDatabaseAdmin(db, "media-type@plinth.test", "member"))
+    for (const [route, headers] of [["/sql", { authorization: `Bearer ${token}` }], ["/auth/magic-link", {}]] as const) {
+      const response = await fetch(`${main.url}${route}`, { method: "POST", headers: { ...headers, "content-type": "text/plain" }, body: "{}" })
+      expect(response.status).toBe(415)
+      expect(response.headers.get("content-type")).toContain("application/json")
+      expect(await response.json()).toEqual({ error: "unsupported media type: send JSON (Content-Type: application/json)" })
+    }
   })
 
   it("GET /ready is 503 {error} when the database does not answer", async () => {
