@@ -59,7 +59,7 @@ $$;
 CREATE OR REPLACE FUNCTION sys.choice_violation(p_column text, p_values text[]) RETURNS boolean
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-  RAISE EXCEPTION 'a value of choice column % is not one of its options', p_column USING ERRCODE = '23514',
+  RAISE EXCEPTION 'a value of choice column % is not one of its options (check constraint %_kind)', p_column, p_column USING ERRCODE = '23514',
     COLUMN = p_column, CONSTRAINT = p_column || '_kind',
     HINT = format('%s takes %s', p_column, (SELECT string_agg(quote_literal(v), ', ') FROM unnest(p_values) v));
 END
@@ -541,7 +541,7 @@ BEGIN
     SELECT m.schema_name, m.table_name, m.column_name, m.options
     FROM sys.column_metadata m
     JOIN pg_constraint k ON k.conrelid = to_regclass(format('%I.%I', m.schema_name, m.table_name)) AND k.conname = m.column_name || '_kind'
-    WHERE m.column_type = 'choice' AND pg_get_constraintdef(k.oid) NOT LIKE '%sys.choice_violation(%'
+    WHERE m.column_type = 'choice' AND pg_get_constraintdef(k.oid) NOT LIKE '%choice_violation(%'
   LOOP
     EXECUTE format('ALTER TABLE %I.%I DROP CONSTRAINT %I, ADD CONSTRAINT %I CHECK (%s)', v_column.schema_name, v_column.table_name,
       v_column.column_name || '_kind', v_column.column_name || '_kind', sys.column_kind_check(v_column.column_name, 'choice', v_column.options));

@@ -62,7 +62,7 @@ describe("a database with managed tables of the previous layout", () => {
     const error = await query(db.adminUrl, (sql) => sql`INSERT INTO public.orders (tier) VALUES ('bronze')`.pipe(Effect.flip))
     expect(databaseErrorFields(error)).toMatchObject({
       code: "23514",
-      message: "a value of choice column tier is not one of its options",
+      message: "a value of choice column tier is not one of its options (check constraint tier_kind)",
       hint: "tier takes 'gold', 'silver'"
     })
   })

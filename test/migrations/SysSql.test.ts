@@ -2,7 +2,8 @@
  * The sys SQL of `sql/sys/` (functions, views and triggers, one definition each): applied after
  * the migrations when a file changed, once however many processes start at once; and the upgrade
  * of a database migrated when those bodies still lived in the numbered migrations
- * (test/migrations/fixtures/previous/ is `migrations/` as it was then).
+ * (test/migrations/fixtures/previous/ is `migrations/` as it was then, and fixtures/sys-at-move/
+ * the sys SQL the move made of them; later changes of either are upgrades of their own).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -23,6 +24,7 @@ import {
 import { createTestDatabase, query, runSql, type TestDatabase } from "../support/database.ts"
 
 const PREVIOUS_MIGRATIONS = path.join(import.meta.dirname, "fixtures", "previous")
+const SYS_SQL_AT_MOVE = path.join(import.meta.dirname, "fixtures", "sys-at-move")
 
 const databases: Array<TestDatabase> = []
 const freshDatabase = async () => {
@@ -224,6 +226,20 @@ const catalog = (url: string) =>
     return { functions, relations, constraints, triggers, policies, namespaces, database, migrations, sysSql }
   }))
 
+/** The migrations of the move (today's text of those the fixture has) with the sys SQL it made of them. */
+const migrateAsMoved = async (url: string) => {
+  const migrationsDir = await copyOf(MIGRATIONS_DIR)
+  const previous = new Set(await fs.readdir(PREVIOUS_MIGRATIONS))
+  for (const file of await fs.readdir(migrationsDir)) if (!previous.has(file)) await fs.rm(path.join(migrationsDir, file))
+  await migrateFrom(url, migrationsDir, SYS_SQL_AT_MOVE)
+}
+
+/** The migrations made after the move, which an upgrade from the fixture applies. */
+const migrationsSinceMove = async () => {
+  const previous = new Set(await fs.readdir(PREVIOUS_MIGRATIONS))
+  return (await fs.readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith(".sql") && !previous.has(file)).sort()
+}
+
 /** What migrateDatabase did before the sys SQL files: the previous migrations, then the revokes. */
 const migratePreviously = (url: string) =>
   Effect.runPromise(Effect.flatMap(readMigrations(PREVIOUS_MIGRATIONS), (migrations) =>
@@ -231,8 +247,9 @@ const migratePreviously = (url: string) =>
 
 describe("a database migrated before the sys SQL files", () => {
   it("upgrades to what a fresh database is: functions, views, triggers, policies and privileges", async () => {
-    const [previous, fresh] = await Promise.all([freshDatabase(), freshDatabase()])
+    const [previous, moved, fresh] = await Promise.all([freshDatabase(), freshDatabase(), freshDatabase()])
     await migratePreviously(previous.adminUrl)
+    await migrateAsMoved(moved.adminUrl)
     await Effect.runPromise(migrateDatabase(fresh.adminUrl))
     const expected = await catalog(fresh.adminUrl)
     expect(expected.functions.length).toBeGreaterThan(50)
@@ -240,13 +257,14 @@ describe("a database migrated before the sys SQL files", () => {
     expect(expected.policies.length).toBeGreaterThan(5)
     // The move itself changed nothing a database holds: only what the migrator records differs.
     const before = await catalog(previous.adminUrl)
+    const atMove = await catalog(moved.adminUrl)
     const withoutSysSql = (rows: ReadonlyArray<unknown>) =>
       rows.filter((row) => !JSON.stringify(row).includes("plinth.sys_sql"))
     for (const key of ["functions", "relations", "constraints", "triggers", "policies", "namespaces", "database"] as const) {
-      expect(before[key], key).toEqual(withoutSysSql(expected[key]))
+      expect(before[key], key).toEqual(withoutSysSql(atMove[key]))
     }
 
-    expect(await Effect.runPromise(migrateDatabase(previous.adminUrl))).toEqual([])
+    expect(await Effect.runPromise(migrateDatabase(previous.adminUrl))).toEqual(await migrationsSinceMove())
     const upgraded = await catalog(previous.adminUrl)
     for (const key of Object.keys(expected) as Array<keyof typeof expected>) expect(upgraded[key], key).toEqual(expected[key])
     expect(await Effect.runPromise(migrateDatabase(previous.adminUrl))).toEqual([])
@@ -268,7 +286,7 @@ describe("a database migrated before the sys SQL files", () => {
     await inApp(`INSERT INTO shop.items (title) VALUES ('before')`)
     await query(db.adminUrl, (sql) => sql`SELECT sys.create_page('home', 'Home', '<p>hi</p>')`)
 
-    expect(await Effect.runPromise(migrateDatabase(db.adminUrl))).toEqual([])
+    expect(await Effect.runPromise(migrateDatabase(db.adminUrl))).toEqual(await migrationsSinceMove())
 
     await inApp(`SELECT sys.alter_table('items', '[{"op": "add_column", "column": {"name": "price", "type": "currency"}}]')`)
     await inApp(`UPDATE shop.items SET price = 2.5, updated_at = '2000-01-01' WHERE title = 'before'`)

@@ -122,7 +122,7 @@ describe("a value outside a choice column's options (#22.3)", () => {
     status: 409,
     body: {
       error: {
-        message: `a value of choice column ${column} is not one of its options`,
+        message: `a value of choice column ${column} is not one of its options (check constraint ${column}_kind)`,
         code: "23514",
         detail: null,
         hint: `${column} takes 'gold', 'silver', 'o''brien'`,
