@@ -2,12 +2,21 @@
  * `npm run bench`: each scenario runs in a fresh process of its own (so memory figures are not
  * another scenario's leftovers), starts its own embedded PostgreSQL and Plinth, measures beside a
  * raw baseline of the same run, and prints a table; the report goes to docs/benchmarks.md.
+ * `npm run bench -- member-read sql` runs only the scenarios named (by file name) and prints them,
+ * leaving docs/benchmarks.md as it is (a partial run is no report).
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 
-const SCENARIOS = ["bench/sql.ts", "bench/events.ts", "bench/chat.ts", "bench/introspect.ts", "bench/startup.ts"]
+const ALL_SCENARIOS = ["bench/sql.ts", "bench/member-read.ts", "bench/events.ts", "bench/chat.ts", "bench/introspect.ts", "bench/startup.ts"]
+const chosen = process.argv.slice(2)
+const unknown = chosen.filter((name) => !ALL_SCENARIOS.includes(`bench/${name}.ts`))
+if (unknown.length > 0) {
+  console.error(`unknown scenario ${unknown.join(", ")}; the scenarios are ${ALL_SCENARIOS.map((file) => file.slice(6, -3)).join(", ")}`)
+  process.exit(2)
+}
+const SCENARIOS = chosen.length === 0 ? ALL_SCENARIOS : ALL_SCENARIOS.filter((file) => chosen.includes(file.slice(6, -3)))
 
 const sections: Array<string> = [
   "# Benchmarks",
@@ -30,6 +39,8 @@ for (const scenario of SCENARIOS) {
   console.log(`${table}\n`)
   sections.push(table, "")
 }
-mkdirSync("docs", { recursive: true })
-writeFileSync("docs/benchmarks.md", sections.join("\n"))
-console.log("written to docs/benchmarks.md")
+if (chosen.length === 0) {
+  mkdirSync("docs", { recursive: true })
+  writeFileSync("docs/benchmarks.md", sections.join("\n"))
+  console.log("written to docs/benchmarks.md")
+}

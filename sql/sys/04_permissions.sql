@@ -59,7 +59,22 @@ BEGIN
 END
 $$;
 
--- Each of read/write/delete is 'all', 'own' (rows the user created) or 'none'.
+-- Each of read/write/delete is 'all', 'own' (rows the user created) or 'none'; 'true' and 'false'
+-- (how a JSON boolean in POST /sql's params arrives) read as all and none.
+CREATE OR REPLACE FUNCTION sys.permission_level(p_what text, p_level text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  CASE p_level
+    WHEN 'all', 'own', 'none' THEN RETURN p_level;
+    WHEN 'true' THEN RETURN 'all';
+    WHEN 'false' THEN RETURN 'none';
+    ELSE
+      RAISE EXCEPTION 'read, write and delete are each all, own or none, or a boolean (true = all, false = none); % is %', p_what,
+        coalesce(quote_literal(p_level), 'null') USING ERRCODE = 'P0001';
+  END CASE;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION sys.set_table_permissions(p_table text, p_role text, p_read text, p_write text, p_delete text)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -71,10 +86,9 @@ BEGIN
   IF p_role IS NULL OR p_role NOT IN ('staff', 'member', 'anon') THEN
     RAISE EXCEPTION 'permissions are set for staff, member or anon, not %', coalesce(quote_literal(p_role), 'null') USING ERRCODE = 'P0001';
   END IF;
-  IF p_read NOT IN ('all', 'own', 'none') OR p_write NOT IN ('all', 'own', 'none') OR p_delete NOT IN ('all', 'own', 'none')
-    OR p_read IS NULL OR p_write IS NULL OR p_delete IS NULL THEN
-    RAISE EXCEPTION 'read, write and delete are each all, own or none' USING ERRCODE = 'P0001';
-  END IF;
+  p_read := sys.permission_level('read', p_read);
+  p_write := sys.permission_level('write', p_write);
+  p_delete := sys.permission_level('delete', p_delete);
   INSERT INTO sys.table_permissions (schema_name, table_name, role, read, write, delete)
   VALUES (v_schema, p_table, p_role, p_read, p_write, p_delete)
   ON CONFLICT (schema_name, table_name, role) DO UPDATE SET read = excluded.read, write = excluded.write, delete = excluded.delete;
@@ -84,19 +98,30 @@ BEGIN
 END
 $$;
 
--- Booleans read as all (true) or none (false).
-CREATE OR REPLACE FUNCTION sys.set_table_permissions(p_table text, p_role text, p_read boolean, p_write boolean, p_delete boolean)
-RETURNS jsonb
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-  SELECT sys.set_table_permissions(p_table, p_role,
-    CASE WHEN p_read THEN 'all' ELSE 'none' END,
-    CASE WHEN p_write THEN 'all' ELSE 'none' END,
-    CASE WHEN p_delete THEN 'all' ELSE 'none' END);
+-- SQL booleans (true = all, false = none) in any of the three places, beside text in the others:
+-- boolean has no implicit cast to text, so each mix of boolean and text parameters is an overload
+-- that hands its values to the text form above (a literal 'own' beside true resolves to text).
+DO $$
+DECLARE
+  v_types text[];
+BEGIN
+  FOR v_types IN
+    SELECT ARRAY[r, w, d] FROM unnest(ARRAY['text', 'boolean']) r, unnest(ARRAY['text', 'boolean']) w, unnest(ARRAY['text', 'boolean']) d
+    WHERE 'boolean' IN (r, w, d)
+  LOOP
+    EXECUTE format($f$
+      CREATE OR REPLACE FUNCTION sys.set_table_permissions(p_table text, p_role text, p_read %1$s, p_write %2$s, p_delete %3$s)
+      RETURNS jsonb
+      LANGUAGE sql SET search_path = pg_catalog, pg_temp AS
+      'SELECT sys.set_table_permissions(p_table, p_role, p_read::text, p_write::text, p_delete::text)'$f$,
+      v_types[1], v_types[2], v_types[3]);
+    EXECUTE format('REVOKE ALL ON FUNCTION sys.set_table_permissions(text, text, %1$s, %2$s, %3$s) FROM PUBLIC', v_types[1], v_types[2], v_types[3]);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION sys.set_table_permissions(text, text, %1$s, %2$s, %3$s) TO owner, admin', v_types[1], v_types[2], v_types[3]);
+  END LOOP;
+END
 $$;
 
-REVOKE ALL ON FUNCTION sys.apply_permissions(text, text), sys.get_table_permissions(),
-  sys.set_table_permissions(text, text, text, text, text), sys.set_table_permissions(text, text, boolean, boolean, boolean)
+REVOKE ALL ON FUNCTION sys.apply_permissions(text, text), sys.permission_level(text, text), sys.get_table_permissions(),
+  sys.set_table_permissions(text, text, text, text, text)
 FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sys.get_table_permissions(), sys.set_table_permissions(text, text, text, text, text),
-  sys.set_table_permissions(text, text, boolean, boolean, boolean)
-TO owner, admin;
+GRANT EXECUTE ON FUNCTION sys.get_table_permissions(), sys.set_table_permissions(text, text, text, text, text) TO owner, admin;

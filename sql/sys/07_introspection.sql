@@ -97,7 +97,9 @@ SELECT jsonb_build_object(
       'can_update', v.can_update,
       'can_delete', v.can_delete,
       'write_target', v.write_target,
-      'is_managed', v.is_managed
+      'is_managed', v.is_managed,
+      -- Plinth's own relations (the chat's views): a generic client leaves them out.
+      'is_system', v.schema_name = 'public' AND v.relkind = 'v' AND v.table_name IN ('conversations', 'messages')
     ) ORDER BY v.schema_name = 'public', v.table_name)
     FROM visible v LEFT JOIN columns c ON c.oid = v.oid
   ), '[]'::jsonb),

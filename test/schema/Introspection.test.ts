@@ -70,7 +70,8 @@ describe("the answer", () => {
       can_update: true,
       can_delete: true,
       write_target: null,
-      is_managed: true
+      is_managed: true,
+      is_system: false
     })
     expect(relation(schema, `${name}_v`)).toMatchObject({ kind: "view", can_select: true, can_insert: false, can_update: false, can_delete: false })
     expect(relation(schema, name)!.cols[0]).toEqual({

@@ -179,6 +179,8 @@ export interface Relation {
   readonly can_delete: boolean
   readonly write_target: string | null
   readonly is_managed: boolean
+  /** Plinth's own (the chat's views): generic clients leave it out. */
+  readonly is_system: boolean
 }
 
 export interface KeyRecord {
