@@ -27,7 +27,7 @@ const SERVER_LIMITS = {
 } as const
 /**
  * How long requests still running when the server closes may take before they are answered 503
- * (DESIGN.md's 20 s default was for open event streams, which now close at once: TakenConnections).
+ * (a longer wait was once for open event streams, which now close at once: TakenConnections).
  */
 const GRACEFUL_SHUTDOWN_TIMEOUT = "3 seconds"
 

@@ -1,5 +1,5 @@
 /**
- * Where the database is: the URLs of DESIGN.md, or an embedded PostgreSQL 18 in the data directory.
+ * Where the database is: the URLs of the configuration (DATABASE_URL and its siblings), or an embedded PostgreSQL 18 in the data directory.
  * This is the only module that decides between the two.
  */
 import { PgClient } from "@effect/sql-pg"
