@@ -13,7 +13,7 @@ const EXPOSE_HEADERS = "X-Request-Id, Retry-After"
 /** Chromium holds a preflight's answer for at most two hours. */
 const MAX_AGE = "7200"
 
-/** The headers of a response to `origin`'s page; none when the origin is not allowed. */
+/** Headers to add to a response, by name. */
 export type CorsHeaders = Readonly<Record<string, string>>
 
 export interface CorsPolicy {
