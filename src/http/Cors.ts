@@ -44,7 +44,7 @@ export const makeCorsPolicy = (origins: ReadonlyArray<string>): CorsPolicy => {
     }
     return false
   }
-  // Written back only when allowed: then it is one of the list's origins, or one with digits for a port.
+  // Written into a response only when allowed: then it is one of the list's origins, or one with digits for a port.
   const allowOrigin = (origin: string) => (any ? "*" : origin)
   const headers = (origin: string): CorsHeaders =>
     allowed(origin)
@@ -77,6 +77,6 @@ export const NO_CORS = makeCorsPolicy([])
 /** The policy of the server a request came to: the events route writes its response head itself. */
 export const Cors = Context.Reference<CorsPolicy>("plinth/Cors", { defaultValue: () => NO_CORS })
 
-/** Whether a request is a browser's preflight: `OPTIONS` with `Origin` and the method it asks about. */
+/** Whether a request that has an `Origin` is a browser's preflight: `OPTIONS` naming the method it asks about. */
 export const isPreflight = (method: string, headers: Readonly<Record<string, string | undefined>>): boolean =>
   method === "OPTIONS" && headers["access-control-request-method"] !== undefined

@@ -135,7 +135,7 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const tenant = yield* TenantActor
   const connections = yield* TakenConnections
   const principal = yield* authenticate(tokens, bearerToken(request))
-  // The id the request's log line and every other response carry (HttpServerLive's Responses), and
+  // The id the request's log line and every other response carry (HttpServerLive's middleware), and
   // the CORS headers the middleware gives every other response (this one it never sends).
   const head = headOf((yield* References.CurrentLogAnnotations)["requestId"], (yield* Cors).headLines(request.headers.origin))
   const stream = new EventStream()
