@@ -11,6 +11,7 @@ import type { Socket } from "node:net"
 import { type PageEvent, type Subscriber, TenantActor } from "../actors/TenantActor.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
 import { authenticate, bearerCredential } from "./Authentication.ts"
+import { Cors } from "./Cors.ts"
 import { TooManyRequests, Unavailable } from "./Errors.ts"
 import { SaneRequestId } from "./HttpServerLive.ts"
 import { TakenConnections } from "./TakenConnections.ts"
@@ -44,12 +45,12 @@ const frame = (event: PageEvent): Uint8Array => {
  * The response's head and its first bytes. The body ends when the connection closes (no length,
  * no chunks: HTTP/1.0 and 1.1 clients read it alike), which is how a stream ends anyway.
  */
-const headOf = (requestId: unknown) =>
+const headOf = (requestId: unknown, cors: string) =>
   encoder.encode(
     `HTTP/1.1 200 OK\r\ndate: ${new Date().toUTCString()}\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n` +
       // Written by hand, so checked here too, as the middleware checks a caller's.
       `x-accel-buffering: no\r\n${typeof requestId === "string" && SaneRequestId.test(requestId) ? `x-request-id: ${requestId}\r\n` : ""}` +
-      "connection: close\r\n\r\n: connected\n\n"
+      `${cors}connection: close\r\n\r\n: connected\n\n`
   )
 
 /** The connection a stream writes to (a socket; its shape, for tests). */
@@ -134,8 +135,9 @@ export const EventsRoute = HttpRouter.add("GET", "/events", Effect.gen(function*
   const tenant = yield* TenantActor
   const connections = yield* TakenConnections
   const principal = yield* authenticate(tokens, bearerToken(request))
-  // The id the request's log line and every other response carry (HttpServerLive's Responses).
-  const head = headOf((yield* References.CurrentLogAnnotations)["requestId"])
+  // The id the request's log line and every other response carry (HttpServerLive's middleware), and
+  // the CORS headers the middleware gives every other response (this one it never sends).
+  const head = headOf((yield* References.CurrentLogAnnotations)["requestId"], (yield* Cors).headLines(request.headers.origin))
   const stream = new EventStream()
   const lifetime = yield* Scope.make()
   // Attached before answering: a client that has seen `: connected` misses nothing after it.

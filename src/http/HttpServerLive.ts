@@ -1,6 +1,6 @@
 /**
  * How both services are served: body limit, one log line per request, request ids, JSON bodies
- * on every error response, a JSON 404, and a one-line error when the port is taken.
+ * on every error response, a JSON 404, CORS, and a one-line error when the port is taken.
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Context, Effect, Layer, Schema } from "effect"
@@ -8,6 +8,7 @@ import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } fr
 import { randomUUID } from "node:crypto"
 import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
+import { Cors, type CorsPolicy, isPreflight, NO_CORS } from "./Cors.ts"
 import { statusMessage, withErrorBody } from "./Errors.ts"
 import { StreamingServer, TakenConnections } from "./TakenConnections.ts"
 
@@ -26,7 +27,7 @@ const SERVER_LIMITS = {
 } as const
 /**
  * How long requests still running when the server closes may take before they are answered 503
- * (DESIGN.md's 20 s default was for open event streams, which now close at once: TakenConnections).
+ * (a longer wait was once for open event streams, which now close at once: TakenConnections).
  */
 const GRACEFUL_SHUTDOWN_TIMEOUT = "3 seconds"
 
@@ -39,23 +40,29 @@ const REQUEST_ID = "x-request-id"
 /**
  * Around every route, outermost: every failure becomes its response, no error response leaves
  * without a body, every response and log line of the request carries its `x-request-id` (the
- * caller's when sane, else a fresh UUID), and one line is logged with the final status.
+ * caller's when sane, else a fresh UUID), and one line is logged with the final status. A
+ * browser's preflight is answered here, for every path and before any route (so before the tenant
+ * is chosen: browsers send no custom header on it), and every response to a page of an allowed
+ * origin, errors included, carries the CORS headers.
  *
  * Every request passes here, so it is lean: no Effect.gen, no service provided per request, and it
  * is a router middleware rather than the server's, since a server middleware costs each request a
- * span that nothing reads (docs/performance-notes.md).
+ * span that nothing reads (docs/performance-notes.md). A request without `Origin` costs one lookup more.
  */
-const Responses = HttpRouter.middleware((app) =>
+const responses = (cors: CorsPolicy) => HttpRouter.middleware((app) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const started = performance.now()
     const given = request.headers[REQUEST_ID]
     const id = given !== undefined && SaneRequestId.test(given) ? given : randomUUID()
+    const origin = request.headers.origin
+    const preflight = origin !== undefined && isPreflight(request.method, request.headers)
     const finish = (response: HttpServerResponse.HttpServerResponse) => {
+      // The router cannot match a path it cannot decode; that is the caller's mistake, not a 404.
+      const body = response.status === 404 && !isDecodable(request.url)
+        ? HttpServerResponse.jsonUnsafe({ error: "malformed URL" }, { status: 400 })
+        : withErrorBody(response)
       const answer = HttpServerResponse.setHeader(
-        // The router cannot match a path it cannot decode; that is the caller's mistake, not a 404.
-        response.status === 404 && !isDecodable(request.url)
-          ? HttpServerResponse.jsonUnsafe({ error: "malformed URL" }, { status: 400 })
-          : withErrorBody(response),
+        origin === undefined || preflight ? body : HttpServerResponse.setHeaders(body, cors.headers(origin)),
         REQUEST_ID,
         id
       )
@@ -69,7 +76,8 @@ const Responses = HttpRouter.middleware((app) =>
         answer
       )
     }
-    return Effect.matchCauseEffect(Effect.annotateLogs(app, "requestId", id), {
+    const handled = preflight ? Effect.succeed(HttpServerResponse.empty({ status: 204, headers: cors.preflight(origin) })) : app
+    return Effect.matchCauseEffect(Effect.annotateLogs(handled, "requestId", id), {
       onSuccess: finish,
       onFailure: (cause) =>
         Effect.flatMap(HttpServerError.causeResponse(cause), ([response, remaining]) =>
@@ -102,13 +110,17 @@ export interface ListenOptions {
   readonly name: string
 }
 
-/** Serves `routes` on `host:port` until the scope closes; exposes the server (its bound address). */
-export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: ListenOptions) =>
-  HttpRouter.serve(Layer.mergeAll(routes, NotFoundRoute, Responses), {
+/**
+ * Serves `routes` on `host:port` until the scope closes; exposes the server (its bound address).
+ * `cors` says which pages of other origins may call it (none by default).
+ */
+export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: ListenOptions, cors: CorsPolicy = NO_CORS) =>
+  HttpRouter.serve(Layer.mergeAll(routes, NotFoundRoute, responses(cors)), {
     disableLogger: true,
     disableListenLog: true
   }).pipe(
     Layer.provide(Layer.succeed(HttpServerRequest.MaxBodySize, MAX_BODY_SIZE)),
+    Layer.provide(Layer.succeed(Cors, cors)),
     Layer.provideMerge(listen(options))
   )
 

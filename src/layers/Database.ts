@@ -1,6 +1,6 @@
 /**
- * Where the database is: the URLs of DESIGN.md, or an embedded PostgreSQL 18 in the data directory.
- * This is the only module that decides between the two.
+ * Where the database is: the configured URLs (DATABASE_URL and its siblings), or an embedded
+ * PostgreSQL 18 in the data directory. This is the only module that decides between the two.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"

@@ -7,6 +7,7 @@ import { SqlClient } from "effect/sql"
 import { ConversationActors } from "../actors/ConversationActor.ts"
 import { makeSharedRateLimiter, RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
+import { makeCorsPolicy } from "../http/Cors.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
 import { ProcessTenant, TenantSelection, TenantSource } from "../http/TenantSelection.ts"
@@ -54,7 +55,7 @@ const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Optio
 export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
-    return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
+    return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins)).pipe(
       Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant, TempFileLimitCheck)),
       Layer.provideMerge(tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl)))
     )
@@ -73,7 +74,7 @@ export const chatService = (listen: ListenOptions, databaseUrl: string) =>
       Effect.catchCause((cause) => Effect.logWarning("chat recovery failed", cause)),
       Effect.asVoid
     )
-    return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen).pipe(
+    return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins)).pipe(
       Layer.provide(Layer.mergeAll(ChatDependencies, ProcessTenant)),
       Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover))
     )

@@ -1,5 +1,5 @@
 /**
- * Plinth's configuration: every environment variable of DESIGN.md, read once through Effect `Config`
+ * Plinth's configuration: every environment variable of the README's configuration table, read once through Effect `Config`
  * with its default. An invalid value becomes one line naming the variable and what was expected.
  */
 import { Config, Context, Duration, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
@@ -47,6 +47,56 @@ const LogLevelName = Schema.String.pipe(
   Schema.decodeTo(LogLevels, SchemaTransformation.passthroughSupertype())
 )
 
+/**
+ * One entry of CORS_ORIGINS as it is kept: `*`, an origin (`https://app.example.com`, as browsers
+ * write it in `Origin`), or an origin with any port (`http://localhost:*`); none for anything else.
+ */
+export const parseOrigin = (text: string): Option.Option<string> => {
+  const entry = text.trim()
+  if (entry === "*") return Option.some(entry)
+  const anyPort = entry.endsWith(":*")
+  const base = anyPort ? entry.slice(0, -2) : entry
+  if (!/^https?:\/\/[^/?#@\s]+\/?$/i.test(base) || !URL.canParse(base)) return Option.none()
+  const url = new URL(base)
+  if (anyPort && url.port !== "") return Option.none()
+  return Option.some(anyPort ? `${url.origin}:*` : url.origin)
+}
+
+/** CORS_ORIGINS: comma-separated origins, each kept in the form browsers send. */
+const CorsOrigins = Schema.String.pipe(
+  Schema.decodeTo(
+    Schema.Array(Schema.String),
+    SchemaTransformation.transformEffect({
+      decode: (text: string) => {
+        const entries = text.split(",").map((part) => part.trim()).filter((part) => part !== "")
+        const origins: Array<string> = []
+        for (const entry of entries) {
+          const origin = parseOrigin(entry)
+          if (Option.isNone(origin)) {
+            return Effect.fail(new SchemaIssue.InvalidValue({
+              message: `Expected comma-separated origins such as https://app.example.com,http://localhost:* (or *); not an origin: ${JSON.stringify(entry.slice(0, 80))}`
+            }))
+          }
+          origins.push(origin.value)
+        }
+        return origins.length === 0
+          ? Effect.fail(new SchemaIssue.InvalidValue({ message: "Expected at least one origin" }))
+          : Effect.succeed(origins)
+      },
+      encode: (origins: ReadonlyArray<string>) => Effect.succeed(origins.join(","))
+    })
+  )
+)
+
+/**
+ * The origins allowed when CORS_ORIGINS is unset: the web app's (APP_URL), and in development any
+ * page served from this machine, whatever its port.
+ */
+export const defaultCorsOrigins = (appUrl: URL, nodeEnv: string): ReadonlyArray<string> => [
+  ...(appUrl.origin === "null" ? [] : [appUrl.origin]),
+  ...(nodeEnv === "development" ? ["http://localhost:*", "http://127.0.0.1:*"] : [])
+]
+
 const optionalSecret = (name: string) => Config.option(Config.Redacted(name))
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 
@@ -63,6 +113,7 @@ export const ConfigValues = Config.all({
   jwtSecret: optionalSecret("JWT_SECRET"),
   jwtTtl: Config.schema(PositiveDuration, "JWT_TTL").pipe(Config.withDefault(Duration.hours(24))),
   appUrl: Config.URL("APP_URL").pipe(Config.withDefault(new URL("http://localhost:5173"))),
+  corsOriginsSetting: Config.option(Config.schema(CorsOrigins, "CORS_ORIGINS")),
   mailApiKey: optionalSecret("MAIL_API_KEY"),
   mailDomain: optionalString("MAIL_DOMAIN"),
   mailFrom: optionalString("MAIL_FROM"),
@@ -101,6 +152,8 @@ export const ConfigValues = Config.all({
 
 export interface ConfigShape extends Config.Success<typeof ConfigValues> {
   readonly isProduction: boolean
+  /** The origins whose pages may call the services (CORS_ORIGINS, or its default). */
+  readonly corsOrigins: ReadonlyArray<string>
 }
 
 /** A configuration that cannot be used; `message` is one line for the operator. */
@@ -118,6 +171,9 @@ const configErrorLine = (error: Config.ConfigError): string =>
 /** Rules that span several variables, checked once the values parse. */
 const checkCombinations = (values: Config.Success<typeof ConfigValues>): Option.Option<string> => {
   if (values.nodeEnv !== "production") return Option.none()
+  if (Option.isSome(values.corsOriginsSetting) && values.corsOriginsSetting.value.includes("*")) {
+    return Option.some("CORS_ORIGINS: * is not allowed when NODE_ENV=production; list the origins of your web apps")
+  }
   if (Option.isNone(values.jwtSecret)) return Option.some("JWT_SECRET: required when NODE_ENV=production")
   if (Buffer.byteLength(Redacted.value(values.jwtSecret.value)) < 32) {
     return Option.some("JWT_SECRET: Expected at least 32 bytes")
@@ -129,7 +185,12 @@ export const loadConfig: Effect.Effect<ConfigShape, InvalidConfig> = ConfigValue
   Effect.mapError((error) => new InvalidConfig({ message: `invalid configuration: ${configErrorLine(error)}` })),
   Effect.flatMap((values) =>
     Option.match(checkCombinations(values), {
-      onNone: () => Effect.succeed({ ...values, isProduction: values.nodeEnv === "production" }),
+      onNone: () =>
+        Effect.succeed({
+          ...values,
+          isProduction: values.nodeEnv === "production",
+          corsOrigins: Option.getOrElse(values.corsOriginsSetting, () => defaultCorsOrigins(values.appUrl, values.nodeEnv))
+        }),
       onSome: (line) => Effect.fail(new InvalidConfig({ message: `invalid configuration: ${line}` }))
     })
   )

@@ -1,4 +1,4 @@
-/** Every variable of DESIGN.md's table: its default, and one clear line for a bad value. */
+/** Every variable of the README's configuration table: its default, and one clear line for a bad value. */
 import { ConfigProvider, Duration, Effect, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { loadConfig, parseDuration } from "../../src/services/PlinthConfig.ts"
@@ -18,7 +18,7 @@ const loadError = async (env: Record<string, string>) => {
 }
 
 describe("defaults", () => {
-  it("an empty environment gives DESIGN.md's defaults", async () => {
+  it("an empty environment gives the README's defaults", async () => {
     const config = await loadOk({})
     expect(config).toMatchObject({
       nodeEnv: "development",
