@@ -9,6 +9,7 @@
 import { Effect, Option, Schema, type Scope } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import { existsSync, readFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -201,27 +202,36 @@ export const portTaken = (host: string, port: number): Promise<boolean> =>
     server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(false)))
   })
 
-/** Stops the server a killed Plinth left running (fast shutdown, then SIGKILL) and waits for it to go. */
+/**
+ * Stops the server a killed Plinth left running (fast shutdown, then SIGKILL) and waits for it to
+ * go; one that outlives SIGKILL too (another OS user's process) is an error, not an endless wait.
+ */
 const stopStale = (pid: number) =>
-  Effect.promise(async () => {
-    const deadline = Date.now() + STOP_TIMEOUT_MS
-    const signal = (name: NodeJS.Signals) => {
-      try {
-        process.kill(pid, name)
-      } catch {
-        // gone already
+  Effect.flatMap(
+    Effect.promise(async () => {
+      const deadline = Date.now() + STOP_TIMEOUT_MS
+      const signal = (name: NodeJS.Signals) => {
+        try {
+          process.kill(pid, name)
+        } catch {
+          // gone already, or not ours to signal (then it stays alive, and the bound below ends the wait)
+        }
       }
-    }
-    signal("SIGINT")
-    let killed = false
-    while (isAlive(pid)) {
-      if (!killed && Date.now() > deadline) {
-        signal("SIGKILL")
-        killed = true
+      signal("SIGINT")
+      let killed = false
+      while (isAlive(pid)) {
+        if (!killed && Date.now() > deadline) {
+          signal("SIGKILL")
+          killed = true
+        }
+        if (Date.now() > deadline + STOP_TIMEOUT_MS) return false
+        await new Promise((resolve) => setTimeout(resolve, 50))
       }
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  })
+      return true
+    }),
+    (stopped) =>
+      stopped ? Effect.void : Effect.fail(new EmbeddedPostgresError({ message: `cannot stop the PostgreSQL left running on the data directory (pid ${pid}); stop it and start again` }))
+  )
 
 const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: RunAs, onLog: (line: string) => void) =>
   Effect.callback<ChildProcess, EmbeddedPostgresError>((resume) => {
@@ -277,9 +287,25 @@ export const runningServer = (pgData: string) =>
     Effect.map((text): Option.Option<{ readonly pid: number; readonly port: number }> => {
       const [pid, , , port] = text.split("\n").map((line) => Number(line.trim()))
       if (pid === undefined || port === undefined || !Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return Option.none()
-      return isAlive(pid) ? Option.some({ pid, port }) : Option.none()
+      return isAlive(pid) && isPostmasterOf(pid, pgData) ? Option.some({ pid, port }) : Option.none()
     })
   )
+
+/**
+ * Whether `pid` is a PostgreSQL started on `pgData`: after a reboot the pid in a leftover
+ * postmaster.pid may be any other process, which a start must neither use nor signal. Where
+ * there is no /proc to ask, a live pid is taken at its word.
+ */
+const isPostmasterOf = (pid: number, pgData: string): boolean => {
+  if (!existsSync("/proc/self/cmdline")) return true
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\u0000")
+    const dir = args.indexOf("-D")
+    return dir >= 0 && [pgData, path.resolve(pgData)].includes(args[dir + 1] ?? "")
+  } catch {
+    return false
+  }
+}
 
 /** The pid in the owner file, if the file exists and names a process that is gone. */
 const deadOwner = (ownerFile: string) =>
