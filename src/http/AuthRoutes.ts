@@ -38,8 +38,9 @@ const clientAddressOf = (header: string, isTrustedProxy: (peer: string | undefin
   return (request: HttpServerRequest.HttpServerRequest): string => {
     const peer = Option.getOrUndefined(request.remoteAddress)
     const value = request.headers[name]
-    if (value !== undefined && value.length <= 1024 && isTrustedProxy(peer)) {
-      const hops = value.split(",").map((hop) => hop.trim())
+    if (value !== undefined && isTrustedProxy(peer)) {
+      // Read from the end, however long the client made the front (the server bounds headers).
+      const hops = value.split(",").map(withoutPort)
       let index = hops.length - 1
       while (index > 0 && isTrustedProxy(hops[index])) index--
       const forwarded = hops[index]!
@@ -47,6 +48,15 @@ const clientAddressOf = (header: string, isTrustedProxy: (peer: string | undefin
     }
     return peer ?? "unknown"
   }
+}
+
+/** `1.2.3.4:5678` → `1.2.3.4`, `[::1]:80` → `::1`: a port some balancers append is no part of the client's address. */
+const withoutPort = (hop: string): string => {
+  const trimmed = hop.trim()
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(trimmed)
+  if (v4 !== null) return v4[1]!
+  const v6 = /^\[([^\]]+)\](?::\d+)?$/.exec(trimmed)
+  return v6 !== null ? v6[1]! : trimmed
 }
 
 const signIn = Effect.fn("AuthRoutes.signIn")(function*(user: Identity.SignedInUser) {

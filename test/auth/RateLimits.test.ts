@@ -189,6 +189,16 @@ describe("TRUSTED_PROXIES", () => {
     // The spoofer's bucket (127.0.0.2) stays full whatever it claims to be.
     expectLimited(await postFromSocket(oneProxy, freshEmail("spoofer-again"), "127.0.0.2", { "cf-connecting-ip": "203.0.113.72" }))
   })
+  it("attack: a client behind the proxy pads the header past 1 KB (or gives a port) to leave its own bucket", async () => {
+    // The proxy appends the address it saw; the padding in front is the client's own text.
+    const padding = Array.from({ length: 200 }, (_, i) => `198.51.100.${i % 250}`).join(", ")
+    for (let i = 0; i < 10; i++) {
+      expectSent(await requestLink(oneProxy, freshEmail("padded"), { "cf-connecting-ip": `${padding}, 203.0.113.90` }))
+    }
+    expectLimited(await requestLink(oneProxy, freshEmail("padded-11th"), { "cf-connecting-ip": `${padding}, 203.0.113.90` }))
+    // A port a balancer appended is no new address.
+    expectLimited(await requestLink(oneProxy, freshEmail("padded-port"), { "cf-connecting-ip": "203.0.113.90:41234" }))
+  })
 })
 
 describe("development POST /auth/login: 10 per mailbox, 30 per client address in 15 minutes", () => {
