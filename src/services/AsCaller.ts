@@ -22,7 +22,7 @@
  * under load.
  */
 import type { PgConnection } from "@effect/sql-pg"
-import { Duration, Effect, Exit, Option, Result, type Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Option, Result, type Scope } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { databaseErrorFields } from "./DatabaseError.ts"
 import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext, SETTINGS_STATEMENT, settingsOf } from "./RequestContext.ts"
@@ -71,13 +71,18 @@ const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effec
         clearTimeout(timer)
         resume(exit)
       })
-      // A caller that goes away (a closed request) still cancels its transaction.
-      return Effect.sync(() => {
+      // A caller that goes away (a closed request) still cancels its transaction, and waits a
+      // bounded while for it to let go of its connection, so that what the caller holds (its
+      // per-user statement permit) is not free again while its statement still runs.
+      return Effect.suspend(() => {
         clearTimeout(timer)
         stopWatching()
-        fiber.interruptUnsafe()
+        return Effect.asVoid(Effect.timeoutOption(Fiber.interrupt(fiber), ABANDON_WAIT))
       })
     }))
+
+/** How long a caller that went away waits for its transaction to end: the cancel's own wait and a margin. */
+const ABANDON_WAIT = Duration.seconds(2)
 
 const noAnswer = () =>
   new SqlError.SqlError({
