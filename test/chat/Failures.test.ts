@@ -13,6 +13,7 @@ import { startService } from "../support/services.ts"
 import {
   admin,
   chat,
+  chatUntilFirstToken,
   doneEvents,
   eventsNamed,
   eventually,
@@ -195,23 +196,8 @@ describe("a client that disconnects", () => {
     // Each model call waits a while first: the reply is still running when the client leaves,
     // however late a busy machine lets this test read its first token.
     proxy.startDelay = 1_500
-    const controller = new AbortController()
-    const response = await fetch(`${stack.chat.url}/conversations/${id}/chat`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${owner.token}` },
-      body: JSON.stringify({ content: "build it" }),
-      signal: controller.signal
-    })
-    expect(response.status).toBe(200)
-    const reader = response.body!.getReader()
-    let seen = ""
-    while (!seen.includes("event: token")) {
-      const chunk = await reader.read()
-      if (chunk.done) break
-      seen += new TextDecoder().decode(chunk.value)
-    }
-    controller.abort()
-    await reader.cancel().catch(() => undefined)
+    const { status, seen } = await chatUntilFirstToken(stack, owner, id, "build it")
+    expect(status).toBe(200)
     expect(seen).toContain("event: token")
     expect(seen).not.toContain("event: done")
     // Still running when the client left.

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { type SignIn, signedIn } from "../support/auth.ts"
 import { type ChatStack, newConversation, postSse, startChatStack } from "../support/chat.ts"
 import {
+  chatUntilFirstToken,
   eventually,
   messagesInDatabase,
   pendingIn,
@@ -48,23 +49,8 @@ describe("a reply whose client aborts", () => {
     // Every model call takes a while: the reply is mid-way when the client leaves.
     proxy.chunkDelay = 60
     proxy.startDelay = 1_000
-    const controller = new AbortController()
-    const response = await fetch(`${stack.chat.url}/conversations/${id}/chat`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${owner.token}` },
-      body: JSON.stringify({ content: "plan it" }),
-      signal: controller.signal
-    })
-    expect(response.status).toBe(200)
-    const reader = response.body!.getReader()
-    let seen = ""
-    while (!seen.includes("event: token")) {
-      const chunk = await reader.read()
-      if (chunk.done) break
-      seen += new TextDecoder().decode(chunk.value)
-    }
-    controller.abort()
-    await reader.cancel().catch(() => undefined)
+    const { status, seen } = await chatUntilFirstToken(stack, owner, id, "plan it")
+    expect(status).toBe(200)
     expect(seen).not.toContain("event: done")
     expect(await pendingIn(stack, id)).toBeGreaterThan(0)
 

@@ -104,6 +104,30 @@ export const chat = (stack: ChatStack, user: SignIn, conversationId: string, con
 export const continueTurn = (base: string, user: SignIn, conversationId: string, headers: Record<string, string> = {}) =>
   postSse(base, `/conversations/${conversationId}/continue`, undefined, { token: user.token, headers })
 
+/**
+ * Starts a reply and disconnects as soon as its first token arrives, as a client that leaves
+ * mid-reply: its status and what it had read by then.
+ */
+export const chatUntilFirstToken = async (stack: ChatStack, user: SignIn, conversationId: string, content: string) => {
+  const controller = new AbortController()
+  const response = await fetch(`${stack.chat.url}/conversations/${conversationId}/chat`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` },
+    body: JSON.stringify({ content }),
+    signal: controller.signal
+  })
+  const reader = response.body!.getReader()
+  let seen = ""
+  while (!seen.includes("event: token")) {
+    const chunk = await reader.read()
+    if (chunk.done) break
+    seen += new TextDecoder().decode(chunk.value)
+  }
+  controller.abort()
+  await reader.cancel().catch(() => undefined)
+  return { status: response.status, seen }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Conversations as the API and the database show them
 
