@@ -12,7 +12,7 @@ import { SqlClient } from "effect/sql"
 import { makeAccessTokens } from "../src/services/AccessTokens.ts"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
 import { percentile, spread, summarize } from "./stats.ts"
-import { BENCH_JWT_SECRET, type BenchStack, rawTransaction, runLoad, startBenchStack } from "./support.ts"
+import { BENCH_JWT_SECRET, type BenchStack, rawClosedLoop, rawTransaction, runLoad, startBenchStack } from "./support.ts"
 
 const ROWS = 1_000_000
 const USERS = 10_000
@@ -84,21 +84,7 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>) =>
     const sql = yield* SqlClient.SqlClient
     const oneRequest = Effect.suspend(() =>
       rawTransaction(sql, { role: "member", userId: users[Math.floor(Math.random() * users.length)]!.id }, STATEMENT))
-    const loop = (until: number, samples: Array<number>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
-      Effect.suspend(() => {
-        if (performance.now() >= until) return Effect.void
-        const started = performance.now()
-        return Effect.andThen(oneRequest, Effect.suspend(() => {
-          samples.push(performance.now() - started)
-          return loop(until, samples)
-        }))
-      })
-    yield* Effect.forEach(Array.from({ length: CONNECTIONS }), () => loop(performance.now() + WARMUP_SECONDS * 1000, []), { concurrency: "unbounded" })
-    const samples: Array<number> = []
-    const started = performance.now()
-    yield* Effect.forEach(Array.from({ length: CONNECTIONS }), () => loop(started + SECONDS * 1000, samples), { concurrency: "unbounded" })
-    const seconds = (performance.now() - started) / 1000
-    samples.sort((a, b) => a - b)
+    const { samples, seconds } = yield* rawClosedLoop(oneRequest, { connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS })
     return { rps: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99) } satisfies Measure
   }).pipe(Effect.provide(PgClient.layer({
     url: Redacted.make(stack.mainUrl),

@@ -15,7 +15,7 @@ import { percentile, spread, summarize } from "./stats.ts"
 import { startFastify } from "./sql-fastify.ts"
 import { startHandwritten } from "./sql-handwritten.ts"
 import { POSTGRAPHILE_READ, startPostGraphile } from "./sql-postgraphile.ts"
-import { BENCH_JWT_SECRET, type BenchStack, type ComparatorServer, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
+import { BENCH_JWT_SECRET, type BenchStack, type ComparatorServer, rawClosedLoop, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
 
 const ROWS = 100_000
 const USERS = 100
@@ -108,27 +108,12 @@ const rawRound = (stack: BenchStack, users: ReadonlyArray<User>, scenario: Scena
       const row = user.rows[Math.floor(Math.random() * 50)]!
       return rawTransaction(sql, { role: "member", userId: user.id }, text, [String(row)])
     })
-    const loop = (until: number, samples: Array<number>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
-      Effect.suspend(() => {
-        if (performance.now() >= until) return Effect.void
-        const started = performance.now()
-        return Effect.andThen(oneRequest, Effect.suspend(() => {
-          samples.push(performance.now() - started)
-          return loop(until, samples)
-        }))
-      })
-    const warm: Array<number> = []
-    yield* Effect.forEach(Array.from({ length: CONNECTIONS }), () => loop(performance.now() + WARMUP_SECONDS * 1000, warm), { concurrency: "unbounded" })
-    const samples: Array<number> = []
-    const started = performance.now()
-    yield* Effect.forEach(Array.from({ length: CONNECTIONS }), () => loop(started + SECONDS * 1000, samples), { concurrency: "unbounded" })
-    const seconds = (performance.now() - started) / 1000
-    samples.sort((a, b) => a - b)
+    const { samples, seconds, warmed } = yield* rawClosedLoop(oneRequest, { connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS })
     return {
       rps: samples.length / seconds,
       p50: percentile(samples, 50),
       p99: percentile(samples, 99),
-      transactions: warm.length + samples.length
+      transactions: warmed + samples.length
     }
   }).pipe(Effect.provide(PgClient.layer({
     url: Redacted.make(stack.mainUrl),

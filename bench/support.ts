@@ -158,3 +158,33 @@ export const runLoad = (plan: LoadPlan) =>
  */
 export const rawTransaction = (sql: SqlClient.SqlClient, context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
   sql.withTransaction(Effect.andThen(sql.unsafe(SETTINGS_STATEMENT, settingsOf(context)), sql.unsafe(text, params)))
+
+/**
+ * A closed loop of raw transactions: `connections` fibers, each starting `oneRequest` again as soon
+ * as the last one ended, through a warm-up and then `seconds` of measured samples (sorted, in ms).
+ */
+export const rawClosedLoop = (
+  oneRequest: Effect.Effect<unknown, unknown, SqlClient.SqlClient>,
+  options: { readonly connections: number; readonly warmupSeconds: number; readonly seconds: number }
+) =>
+  Effect.gen(function*() {
+    const loop = (until: number, samples: Array<number>): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
+      Effect.suspend(() => {
+        if (performance.now() >= until) return Effect.void
+        const started = performance.now()
+        return Effect.andThen(oneRequest, Effect.suspend(() => {
+          samples.push(performance.now() - started)
+          return loop(until, samples)
+        }))
+      })
+    const all = (until: number, samples: Array<number>) =>
+      Effect.forEach(Array.from({ length: options.connections }), () => loop(until, samples), { concurrency: "unbounded" })
+    const warm: Array<number> = []
+    yield* all(performance.now() + options.warmupSeconds * 1000, warm)
+    const samples: Array<number> = []
+    const started = performance.now()
+    yield* all(started + options.seconds * 1000, samples)
+    const seconds = (performance.now() - started) / 1000
+    samples.sort((a, b) => a - b)
+    return { samples, seconds, warmed: warm.length }
+  })
