@@ -2,6 +2,12 @@
 -- email changes. The tables (migrations 0002, 0016) are reachable only through these SECURITY
 -- DEFINER functions: the app roles have no privilege on them.
 
+-- An address as sys.users accepts it (its CHECK says the same): something@something, 320 characters at most.
+CREATE OR REPLACE FUNCTION sys.is_email(p_email text) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT length(p_email) <= 320 AND p_email ~ '^[^@\s]+@[^@\s]+$'
+$$;
+
 -- A fresh one-time token for a user; only its hash is stored.
 CREATE OR REPLACE FUNCTION sys.issue_magic_link(p_user_id uuid) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -87,7 +93,7 @@ BEGIN
   ELSIF v_caller NOT IN ('owner', 'admin', 'none') THEN
     RAISE EXCEPTION 'only an owner or an admin may invite users' USING ERRCODE = '42501';
   END IF;
-  IF p_email IS NULL OR length(p_email) > 320 OR p_email !~ '^[^@\s]+@[^@\s]+$' THEN
+  IF NOT coalesce(sys.is_email(p_email), false) THEN
     RAISE EXCEPTION 'invalid email address' USING ERRCODE = '22023';
   END IF;
   INSERT INTO sys.users (email, role, display_name)
@@ -132,7 +138,7 @@ BEGIN
   IF v_user_id IS NULL THEN
     RAISE EXCEPTION 'no signed-in user' USING ERRCODE = '28000';
   END IF;
-  IF p_email IS NOT NULL AND (length(p_email) > 320 OR p_email !~ '^[^@\s]+@[^@\s]+$') THEN
+  IF p_email IS NOT NULL AND NOT sys.is_email(p_email) THEN
     RAISE EXCEPTION 'invalid email address' USING ERRCODE = '22023';
   END IF;
   IF p_display_name IS NOT NULL AND length(p_display_name) > 200 THEN
@@ -168,7 +174,7 @@ BEGIN
   IF v_current IS NULL THEN
     RAISE EXCEPTION 'no signed-in user' USING ERRCODE = '28000';
   END IF;
-  IF p_email IS NULL OR length(p_email) > 320 OR p_email !~ '^[^@\s]+@[^@\s]+$' THEN
+  IF NOT coalesce(sys.is_email(p_email), false) THEN
     RAISE EXCEPTION 'invalid email address' USING ERRCODE = '22023';
   END IF;
   IF lower(p_email) = lower(v_current) THEN
@@ -214,7 +220,7 @@ EXCEPTION
 END
 $$;
 
-REVOKE ALL ON FUNCTION sys.issue_magic_link(uuid), sys.login(text, text), sys.create_magic_link(text),
+REVOKE ALL ON FUNCTION sys.is_email(text), sys.issue_magic_link(uuid), sys.login(text, text), sys.create_magic_link(text),
   sys.verify_magic_link(text), sys.invite_user(text, text), sys.set_initial_password(text),
   sys.update_profile(text, text), sys.request_email_change(text), sys.confirm_email_change(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sys.login(text, text), sys.create_magic_link(text), sys.verify_magic_link(text) TO anon;
