@@ -1,6 +1,6 @@
 /**
- * Managed tables made before issue #22: migration 0017 gives them the indexes new tables are made
- * with (created_by, reference columns), and the sys SQL gives their choice columns the check that
+ * Managed tables made before issue #22: migrations 0017 and 0021 give them the indexes new tables
+ * are made with ((created_by, created_at), reference columns), and the sys SQL gives their choice columns the check that
  * names the column. Such a table is made here by taking those away from a current one.
  */
 import { Effect } from "effect"
@@ -28,18 +28,18 @@ const toPreviousLayout = async () => {
     for (const { name } of await indexes(table)) await run(`DROP INDEX public.${name}`)
   }
   await run(`ALTER TABLE public.orders DROP CONSTRAINT tier_kind, ADD CONSTRAINT tier_kind CHECK (tier IN ('gold', 'silver'))`)
-  await run(`DELETE FROM plinth.schema_migrations WHERE version = 17`)
+  await run(`DELETE FROM plinth.schema_migrations WHERE version IN (17, 21)`)
   // Its sys SQL was the previous text too (which an upgrade replaces).
   await run(`UPDATE plinth.sys_sql SET checksum = 'previous' WHERE name = '03_tables.sql'`)
 }
 
 describe("a database with managed tables of the previous layout", () => {
-  it("gets created_by and reference indexes from migration 0017, named as new ones are; again changes nothing", async () => {
+  it("gets created_by and reference indexes from migrations 0017 and 0021, named as new ones are; again changes nothing", async () => {
     await run(`SELECT sys.create_table('clients', '[{"name": "name"}]')`)
     await run(`SELECT sys.create_table('orders', '[{"name": "client", "type": "reference", "references": "clients"},
       {"name": "tier", "type": "choice", "options": [{"value": "gold"}, {"value": "silver"}]}]')`)
     const current = { clients: await indexes("clients"), orders: await indexes("orders") }
-    expect(current.orders.map((i) => i.definition.replace(/.* USING /, ""))).toEqual(expect.arrayContaining(["btree (client)", "btree (created_by)"]))
+    expect(current.orders.map((i) => i.definition.replace(/.* USING /, ""))).toEqual(expect.arrayContaining(["btree (client)", "btree (created_by, created_at)"]))
 
     await toPreviousLayout()
     expect(await indexes("orders")).toEqual([])
@@ -50,8 +50,8 @@ describe("a database with managed tables of the previous layout", () => {
     expect(current.orders.map((i) => i.name)).toContain(names!.a)
     expect(current.clients.map((i) => i.name)).toEqual([names!.b])
 
-    // Once more (the row of 0017 taken away again): the indexes there are kept, none added.
-    await run(`DELETE FROM plinth.schema_migrations WHERE version = 17`)
+    // Once more (the rows of 0017 and 0021 taken away again): the indexes there are kept, none added.
+    await run(`DELETE FROM plinth.schema_migrations WHERE version IN (17, 21)`)
     await Effect.runPromise(migrateDatabase(db.adminUrl))
     expect({ clients: await indexes("clients"), orders: await indexes("orders") }).toEqual(current)
   })

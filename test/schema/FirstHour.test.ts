@@ -185,15 +185,15 @@ describe("indexes of managed tables (#22.14)", () => {
     admin<{ name: string; definition: string }>(stack,
       "SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1 ORDER BY indexdef", [table])
   const indexedColumns = async (table: string) =>
-    (await indexes(table)).map((i) => /\((\w+)\)$/.exec(i.definition)?.[1]).sort()
+    (await indexes(table)).map((i) => /\(([\w, ]+)\)$/.exec(i.definition)?.[1]).sort()
 
   it("create_table indexes created_by and each reference column; they follow renames, drops and reference changes", async () => {
     const parent = fresh("parent")
     const child = fresh("child")
     result(await createTable(stack, users.owner, parent, [{ name: "title" }]))
     result(await createTable(stack, users.owner, child, [{ name: "title" }, { name: "parent", type: "reference", references: parent }]))
-    expect(await indexedColumns(parent)).toEqual(["created_by", "id"])
-    expect(await indexedColumns(child)).toEqual(["created_by", "id", "parent"])
+    expect(await indexedColumns(parent)).toEqual(["created_by, created_at", "id"])
+    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "parent"])
     const [refIndex] = (await indexes(child)).filter((i) => i.definition.endsWith("(parent)"))
     expect(refIndex!.name).toMatch(new RegExp(`^${child}_parent_[0-9a-f]{8}_idx$`))
 
@@ -202,13 +202,13 @@ describe("indexes of managed tables (#22.14)", () => {
     expect(renamed.map((i) => i.name)).toEqual([expect.stringMatching(new RegExp(`^${child}_owner_ref_[0-9a-f]{8}_idx$`))])
 
     result(await alterTable(stack, users.owner, child, [{ op: "drop_reference", name: "owner_ref" }]))
-    expect(await indexedColumns(child)).toEqual(["created_by", "id"])
+    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id"])
     result(await alterTable(stack, users.owner, child, [{ op: "add_reference", name: "owner_ref", references: parent }]))
-    expect(await indexedColumns(child)).toEqual(["created_by", "id", "owner_ref"])
+    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "owner_ref"])
     result(await alterTable(stack, users.owner, child, [{ op: "add_column", column: { name: "other", type: "reference", references: parent } }]))
-    expect(await indexedColumns(child)).toEqual(["created_by", "id", "other", "owner_ref"])
+    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "other", "owner_ref"])
     result(await alterTable(stack, users.owner, child, [{ op: "drop_column", name: "other" }, { op: "change_type", name: "owner_ref", type: "text" }]))
-    expect(await indexedColumns(child)).toEqual(["created_by", "id"])
+    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id"])
   })
 
   it("a unique reference column keeps its one index", async () => {
@@ -216,10 +216,10 @@ describe("indexes of managed tables (#22.14)", () => {
     const child = fresh("child")
     result(await createTable(stack, users.owner, parent, [{ name: "title" }]))
     result(await createTable(stack, users.owner, child, [{ name: "parent", type: "reference", references: parent, unique: true }]))
-    expect(await indexedColumns(child)).toEqual(["created_by", "id", "parent"])
+    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "parent"])
   })
 
-  it("a member's read of their own rows uses the created_by index", async () => {
+  it("a member's read of their own rows uses the created_by index, newest first without a sort", async () => {
     const name = fresh("big")
     result(await createTable(stack, users.owner, name, [{ name: "body" }]))
     await admin(stack, `INSERT INTO public.${name} (body, created_by) SELECT 'x', gen_random_uuid() FROM generate_series(1, 20000)`)
@@ -232,5 +232,14 @@ describe("indexes of managed tables (#22.14)", () => {
     expect(text).not.toMatch(/Seq Scan/)
     const rows = ok(await sql<{ body: string }>(stack, users.member, `SELECT body FROM ${name}_v`))
     expect(rows).toEqual([{ body: "mine" }])
+
+    // A list screen of a member with many rows: the newest 20 straight from the index.
+    await admin(stack, `INSERT INTO public.${name} (body, created_by) SELECT 'mine too', '${users.member.user.id}' FROM generate_series(1, 200)`)
+    await admin(stack, `ANALYZE public.${name}`)
+    const latest = await asRole<{ "QUERY PLAN": string }>(stack, "member", users.member.user.id,
+      `EXPLAIN SELECT * FROM public.${name}_v ORDER BY created_at DESC LIMIT 20`)
+    const latestPlan = latest.ok ? latest.rows.map((r) => r["QUERY PLAN"]).join("\n") : ""
+    expect(latestPlan).toMatch(/Index Scan Backward using \w+_created_by_[0-9a-f]{8}_idx/)
+    expect(latestPlan).not.toMatch(/Sort/)
   })
 })
