@@ -46,7 +46,7 @@ END
 $$;
 
 -- A sign-in link for an active user; NULL for an unknown or inactive email (the caller answers
--- the same either way).
+-- the same either way), which is a failed sign-in in the audit trail (by the address's hash).
 CREATE OR REPLACE FUNCTION sys.create_magic_link(p_email text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -54,6 +54,7 @@ DECLARE
 BEGIN
   SELECT id INTO v_user_id FROM sys.users WHERE lower(email) = lower(p_email) AND is_active;
   IF v_user_id IS NULL THEN
+    PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(p_email), '{"method": "magic_link"}');
     RETURN NULL;
   END IF;
   RETURN sys.issue_magic_link(v_user_id);
@@ -61,7 +62,9 @@ END
 $$;
 
 -- Consume a token: one UPDATE, so of two concurrent verifications exactly one wins. No row =
--- invalid, reused, expired, or the user is inactive.
+-- invalid, reused, expired, or the user is inactive; a link that exists but cannot be used is a
+-- failed sign-in in the audit trail (by its user's address's hash; a token that matches no link
+-- names nobody, and is no event).
 CREATE OR REPLACE FUNCTION sys.verify_magic_link(p_token text) RETURNS SETOF sys.signed_in_user
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -79,6 +82,9 @@ BEGIN
   SELECT u.id, u.email, u.display_name, u.role, u.password_hash IS NULL INTO v_user
   FROM consumed c JOIN sys.users u ON u.id = c.user_id;
   IF v_user.id IS NULL THEN
+    PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(u.email), '{"method": "magic_link"}')
+    FROM sys.magic_links l JOIN sys.users u ON u.id = l.user_id
+    WHERE l.token_hash = sha256(convert_to(coalesce(p_token, ''), 'UTF8'));
     RETURN;
   END IF;
   PERFORM sys.record_audit_event('user.sign_in', v_user.id::text, '{"method": "magic_link"}', v_user.id);

@@ -202,6 +202,7 @@ describe("users and sign-ins", () => {
       expect(stored).not.toContain(address.split("@")[0]!.toLowerCase())
     }
 
+    // A token that matches no link names nobody: no event.
     const badLink = await post(stack.main.url, "/auth/magic-link/verify", { token: "0".repeat(64) })
     expect(badLink.status).toBe(401)
     expect(await eventsOf(badLink.headers.get("x-request-id")!)).toEqual([])
@@ -211,6 +212,35 @@ describe("users and sign-ins", () => {
     const again = await post(stack.main.url, "/auth/set-password", { password: "another password" }, { token: user.token })
     expect(again.status).toBe(409)
     expect(await eventsOf(again.headers.get("x-request-id")!)).toEqual([])
+  })
+
+  it("magic links: a request for an unknown or inactive address and a spent link are failed sign-ins by hash; a request for an active user is none", async () => {
+    const failedBy = async (response: { readonly headers: Headers }, address: string) => {
+      const events = await eventsOf(response.headers.get("x-request-id")!)
+      expect(events).toEqual([
+        expect.objectContaining({ actor_id: null, actor_role: "anon", action: "user.sign_in_failed", target: emailHash(address), details: { method: "magic_link" } })
+      ])
+      expect(JSON.stringify(events, (_, value: unknown) => (typeof value === "bigint" ? String(value) : value))).not.toContain(address.split("@")[0]!)
+    }
+    const unknown = `${fresh("stranger")}@plinth.test`
+    const asked = await post(stack.main.url, "/auth/magic-link", { email: unknown })
+    expect(asked.body).toEqual({ sent: true })
+    await failedBy(asked, unknown)
+
+    const email = `${fresh("leaver")}@plinth.test`
+    const token = await inviteAsDatabaseAdmin(stack.db, email, "member")
+    const active = await post(stack.main.url, "/auth/magic-link", { email })
+    expect(active.body).toEqual({ sent: true })
+    expect(await eventsOf(active.headers.get("x-request-id")!)).toEqual([])
+    await verify(stack.main.url, token)
+    const spent = await post(stack.main.url, "/auth/magic-link/verify", { token })
+    expect(spent.status).toBe(401)
+    await failedBy(spent, email)
+
+    await admin(stack, "UPDATE sys.users SET is_active = false WHERE email = $1", [email])
+    const inactive = await post(stack.main.url, "/auth/magic-link", { email })
+    expect(inactive.body).toEqual({ sent: true })
+    await failedBy(inactive, email)
   })
 })
 
