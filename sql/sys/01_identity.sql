@@ -22,7 +22,9 @@ END
 $$;
 
 -- Verify credentials (the development-only /auth/login). No row = refused; unknown emails cost a
--- bcrypt comparison too, so timing does not reveal which addresses exist.
+-- bcrypt comparison too, so timing does not reveal which addresses exist. A refusal is an audit
+-- event too (by the address's hash, never the address): it returns rather than raises, so the
+-- event stays.
 CREATE OR REPLACE FUNCTION sys.login(p_email text, p_password text) RETURNS SETOF sys.signed_in_user
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -31,17 +33,20 @@ BEGIN
   SELECT * INTO v_user FROM sys.users WHERE lower(email) = lower(p_email);
   IF v_user.id IS NULL OR v_user.password_hash IS NULL THEN
     PERFORM extensions.crypt(coalesce(p_password, ''), '$2a$10$abcdefghijklmnopqrstuu');
+    PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(p_email), '{"method": "password"}');
     RETURN;
   END IF;
   IF extensions.crypt(coalesce(p_password, ''), v_user.password_hash) <> v_user.password_hash OR NOT v_user.is_active THEN
+    PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(p_email), '{"method": "password"}');
     RETURN;
   END IF;
+  PERFORM sys.record_audit_event('user.sign_in', v_user.id::text, '{"method": "password"}', v_user.id);
   RETURN NEXT (v_user.id, v_user.email, v_user.display_name, v_user.role, false)::sys.signed_in_user;
 END
 $$;
 
 -- A sign-in link for an active user; NULL for an unknown or inactive email (the caller answers
--- the same either way).
+-- the same either way), which is a failed sign-in in the audit trail (by the address's hash).
 CREATE OR REPLACE FUNCTION sys.create_magic_link(p_email text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -49,6 +54,7 @@ DECLARE
 BEGIN
   SELECT id INTO v_user_id FROM sys.users WHERE lower(email) = lower(p_email) AND is_active;
   IF v_user_id IS NULL THEN
+    PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(p_email), '{"method": "magic_link"}');
     RETURN NULL;
   END IF;
   RETURN sys.issue_magic_link(v_user_id);
@@ -56,11 +62,14 @@ END
 $$;
 
 -- Consume a token: one UPDATE, so of two concurrent verifications exactly one wins. No row =
--- invalid, reused, expired, or the user is inactive.
+-- invalid, reused, expired, or the user is inactive; a link that exists but cannot be used is a
+-- failed sign-in in the audit trail (by its user's address's hash; a token that matches no link
+-- names nobody, and is no event).
 CREATE OR REPLACE FUNCTION sys.verify_magic_link(p_token text) RETURNS SETOF sys.signed_in_user
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  v_user sys.signed_in_user;
 BEGIN
-  RETURN QUERY
   WITH consumed AS (
     UPDATE sys.magic_links AS l
     SET consumed_at = now()
@@ -70,8 +79,16 @@ BEGIN
       AND EXISTS (SELECT FROM sys.users u WHERE u.id = l.user_id AND u.is_active)
     RETURNING l.user_id
   )
-  SELECT u.id, u.email, u.display_name, u.role, u.password_hash IS NULL
+  SELECT u.id, u.email, u.display_name, u.role, u.password_hash IS NULL INTO v_user
   FROM consumed c JOIN sys.users u ON u.id = c.user_id;
+  IF v_user.id IS NULL THEN
+    PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(u.email), '{"method": "magic_link"}')
+    FROM sys.magic_links l JOIN sys.users u ON u.id = l.user_id
+    WHERE l.token_hash = sha256(convert_to(coalesce(p_token, ''), 'UTF8'));
+    RETURN;
+  END IF;
+  PERFORM sys.record_audit_event('user.sign_in', v_user.id::text, '{"method": "magic_link"}', v_user.id);
+  RETURN NEXT v_user;
 END
 $$;
 
@@ -99,6 +116,7 @@ BEGIN
   INSERT INTO sys.users (email, role, display_name)
   VALUES (p_email, p_role, left(split_part(p_email, '@', 1), 200))
   RETURNING id INTO v_user_id;
+  PERFORM sys.record_audit_event('user.invite', v_user_id::text, jsonb_build_object('role', p_role));
   RETURN sys.issue_magic_link(v_user_id);
 EXCEPTION
   WHEN unique_violation THEN
@@ -124,6 +142,7 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'password already set' USING ERRCODE = '23000';
   END IF;
+  PERFORM sys.record_audit_event('user.password_set', v_user_id::text);
 END
 $$;
 
@@ -214,6 +233,7 @@ BEGIN
   SET email = v_new_email, updated_at = now()
   WHERE id = v_user_id
   RETURNING id, email, display_name, role, password_hash IS NULL;
+  PERFORM sys.record_audit_event('user.email_change', v_user_id::text, '{}', v_user_id);
 EXCEPTION
   WHEN unique_violation THEN
     RAISE EXCEPTION 'a user with this email already exists' USING ERRCODE = '23505';

@@ -327,6 +327,7 @@ BEGIN
     (v_schema, p_name, 'anon', 'none', 'none', 'none');
   PERFORM sys.rebuild_view(v_schema, p_name);
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('table.create', v_schema || '.' || p_name, jsonb_build_object('columns', p_columns));
   RETURN jsonb_build_object('schema', v_schema, 'table', p_name, 'view', p_name || '_v');
 END
 $$;
@@ -490,6 +491,7 @@ BEGIN
   PERFORM sys.rebuild_view(v_schema, p_name);
   PERFORM sys.rebuild_referencing_views(v_schema, p_name);
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('table.alter', v_schema || '.' || p_name, jsonb_build_object('operations', p_operations));
   RETURN jsonb_build_object('schema', v_schema, 'table', p_name, 'view', p_name || '_v');
 END
 $$;
@@ -514,6 +516,7 @@ BEGIN
   EXECUTE format('DROP TABLE %I.%I', v_schema, p_name);
   DELETE FROM sys.table_metadata WHERE schema_name = v_schema AND table_name = p_name;
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('table.drop', v_schema || '.' || p_name);
   RETURN jsonb_build_object('schema', v_schema, 'table', p_name, 'view', p_name || '_v');
 END
 $$;

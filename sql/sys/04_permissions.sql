@@ -94,6 +94,8 @@ BEGIN
   ON CONFLICT (schema_name, table_name, role) DO UPDATE SET read = excluded.read, write = excluded.write, delete = excluded.delete;
   PERFORM sys.apply_permissions(v_schema, p_table);
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('permissions.set', v_schema || '.' || p_table,
+    jsonb_build_object('role', p_role, 'read', p_read, 'write', p_write, 'delete', p_delete));
   RETURN jsonb_build_object('table', p_table, 'role', p_role, 'read', p_read, 'write', p_write, 'delete', p_delete);
 END
 $$;

@@ -32,6 +32,7 @@ BEGIN
   EXECUTE format('GRANT SELECT ON %I.%I TO owner, admin, staff, member', v_schema, p_name);
   INSERT INTO sys.managed_views (schema_name, view_name, definition) VALUES (v_schema, p_name, p_sql);
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('view.create', v_schema || '.' || p_name, jsonb_build_object('sql', p_sql));
   RETURN jsonb_build_object('schema', v_schema, 'view', p_name);
 END
 $$;
@@ -49,6 +50,7 @@ BEGIN
   EXECUTE format('DROP VIEW %I.%I', v_schema, p_name);
   DELETE FROM sys.managed_views WHERE schema_name = v_schema AND view_name = p_name;
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('view.drop', v_schema || '.' || p_name);
   RETURN jsonb_build_object('schema', v_schema, 'view', p_name);
 END
 $$;

@@ -26,6 +26,7 @@ BEGIN
   VALUES (p_schema_name, coalesce(nullif(p_display_name, ''), p_schema_name), coalesce(p_description, ''))
   RETURNING * INTO v_app;
   PERFORM sys.catalog_changed();
+  PERFORM sys.record_audit_event('app.create', p_schema_name, jsonb_build_object('display_name', v_app.display_name));
   RETURN sys.app_json(v_app);
 END
 $$;
@@ -43,6 +44,8 @@ BEGIN
   IF v_app.id IS NULL THEN
     RAISE EXCEPTION 'no app %', quote_literal(coalesce(p_schema_name, 'null')) USING ERRCODE = 'P0001';
   END IF;
+  PERFORM sys.record_audit_event('app.update', p_schema_name,
+    jsonb_build_object('display_name', v_app.display_name, 'description', v_app.description));
   RETURN sys.app_json(v_app);
 END
 $$;
@@ -65,6 +68,7 @@ BEGIN
   UPDATE sys.managed_views SET schema_name = p_new_name WHERE schema_name = p_old_name;
   UPDATE sys.pages SET schema_name = p_new_name WHERE schema_name = p_old_name;
   UPDATE sys.apps SET schema_name = p_new_name, updated_at = now() WHERE schema_name = p_old_name RETURNING * INTO v_app;
+  PERFORM sys.record_audit_event('app.rename', p_new_name, jsonb_build_object('from', p_old_name));
   RETURN sys.app_json(v_app);
 END
 $$;
@@ -85,6 +89,7 @@ BEGIN
   DELETE FROM sys.managed_views
   WHERE schema_name = p_schema_name OR to_regclass(format('%I.%I', schema_name, view_name)) IS NULL;
   DELETE FROM sys.pages WHERE schema_name = p_schema_name;
+  PERFORM sys.record_audit_event('app.drop', p_schema_name);
   RETURN sys.app_json(v_app);
 END
 $$;

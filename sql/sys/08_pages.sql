@@ -45,6 +45,7 @@ BEGIN
   INSERT INTO sys.pages (schema_name, slug, title, source, updated_by)
   VALUES (sys.current_schema_name(), p_slug, coalesce(p_title, ''), coalesce(p_source, ''), nullif(current_setting('app.user_id', true), '')::uuid)
   RETURNING * INTO v_page;
+  PERFORM sys.record_audit_event('page.create', v_page.schema_name || '/' || v_page.slug, jsonb_build_object('title', v_page.title));
   RETURN sys.page_json(v_page);
 EXCEPTION
   WHEN unique_violation THEN
@@ -67,6 +68,8 @@ BEGIN
   IF v_page.slug IS NULL THEN
     RAISE EXCEPTION 'no page %', quote_literal(coalesce(p_slug, 'null')) USING ERRCODE = 'P0001';
   END IF;
+  PERFORM sys.record_audit_event('page.update', v_page.schema_name || '/' || v_page.slug,
+    jsonb_build_object('title_changed', p_title IS NOT NULL, 'source_changed', p_source IS NOT NULL));
   RETURN sys.page_json(v_page);
 END
 $$;
@@ -81,6 +84,7 @@ BEGIN
   IF v_page.slug IS NULL THEN
     RAISE EXCEPTION 'no page %', quote_literal(coalesce(p_slug, 'null')) USING ERRCODE = 'P0001';
   END IF;
+  PERFORM sys.record_audit_event('page.delete', v_page.schema_name || '/' || v_page.slug);
   RETURN jsonb_build_object('schema_name', v_page.schema_name, 'slug', v_page.slug);
 END
 $$;

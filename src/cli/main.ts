@@ -2,7 +2,7 @@
 /**
  * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
  * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`, `db url`,
- * and `tenant create|list|migrate` for multi-tenant mode.
+ * `audit prune`, and `tenant create|list|migrate` for multi-tenant mode.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
@@ -10,6 +10,7 @@ import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
 import { SqlClient, SqlError } from "effect/sql"
 import { existsSync } from "node:fs"
 import * as path from "node:path"
+import { pruneAuditEvents } from "../services/AuditTrail.ts"
 import { describeFailure } from "../services/DatabaseError.ts"
 import { maskEmail } from "../services/EmailMask.ts"
 import { magicLinkUrl } from "../services/Mailer.ts"
@@ -205,6 +206,37 @@ const db = Command.make("db").pipe(
   ])
 )
 
+/** A date or time as JavaScript reads ISO 8601 (a date alone is midnight UTC), or none. */
+const parseDate = (text: string): Option.Option<Date> => {
+  const date = new Date(text)
+  return /^\d{4}-\d{2}-\d{2}/.test(text) && !Number.isNaN(date.getTime()) ? Option.some(date) : Option.none()
+}
+
+const audit = Command.make("audit").pipe(
+  Command.withDescription("The audit trail: events are kept until pruned"),
+  Command.withSubcommands([
+    Command.make("prune", {
+      before: Flag.String("before").pipe(Flag.withDescription("an ISO 8601 date or time (2026-01-01, 2026-01-01T12:00:00Z): events older than it are deleted")),
+      tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant whose audit trail to prune"))
+    }, ({ before, tenant }) =>
+      // Before Base: a mistyped date starts no database.
+      Option.match(parseDate(before), {
+        onNone: () => Effect.fail(new CliFailure({ message: `invalid date: ${JSON.stringify(before.slice(0, 64))} (use 2026-01-01 or 2026-01-01T12:00:00Z)` })),
+        onSome: (date) =>
+          Effect.gen(function*() {
+            const adminUrl = Option.isSome(tenant) ? yield* tenantAdminUrl(tenant.value) : yield* requireUrl("admin")
+            // As a database administrator: no app role may delete events.
+            const deleted = yield* withDatabase(adminUrl, pruneAuditEvents(date)).pipe(
+              Effect.catchIf(SqlError.isSqlError, (error) => Effect.fail(new CliFailure({ message: `cannot prune the audit trail: ${describeFailure(error)}` })))
+            )
+            yield* Console.log(`Deleted ${deleted} audit ${deleted === 1 ? "event" : "events"} older than ${date.toISOString()}.`)
+          }).pipe(Effect.provide(Base))
+      })).pipe(
+      Command.withDescription("Delete the audit events older than --before, as a database administrator, and print how many")
+    )
+  ])
+)
+
 const tenantName = Argument.String("name").pipe(Argument.withDescription("a-z, 0-9 and _, starting with a letter"))
 
 const tenant = Command.make("tenant").pipe(
@@ -234,7 +266,7 @@ const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.pr
 
 export const plinth = Command.make("plinth").pipe(
   Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
-  Command.withSubcommands([start, serve, migrate, invite, db, tenant])
+  Command.withSubcommands([start, serve, migrate, invite, db, audit, tenant])
 )
 
 /** A mistyped command line is its error and the command's one-line usage, not the whole help. */

@@ -8,6 +8,7 @@ import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } fr
 import { randomUUID } from "node:crypto"
 import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
+import { REQUEST_ID_ANNOTATION } from "../services/RequestContext.ts"
 import { Cors, type CorsPolicy, isPreflight, NO_CORS } from "./Cors.ts"
 import { statusMessage, withErrorBody } from "./Errors.ts"
 import { StreamingServer, TakenConnections } from "./TakenConnections.ts"
@@ -77,7 +78,7 @@ const responses = (cors: CorsPolicy) => HttpRouter.middleware((app) =>
       )
     }
     const handled = preflight ? Effect.succeed(HttpServerResponse.empty({ status: 204, headers: cors.preflight(origin) })) : app
-    return Effect.matchCauseEffect(Effect.annotateLogs(handled, "requestId", id), {
+    return Effect.matchCauseEffect(Effect.annotateLogs(handled, REQUEST_ID_ANNOTATION, id), {
       onSuccess: finish,
       onFailure: (cause) =>
         Effect.flatMap(HttpServerError.causeResponse(cause), ([response, remaining]) =>

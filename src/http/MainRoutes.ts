@@ -2,6 +2,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
+import { AuditHandlers } from "./AuditRoutes.ts"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
 import { DataRoutes } from "./DataRoutes.ts"
@@ -14,7 +15,7 @@ import { ValidationErrorsLive } from "./Validation.ts"
 const SystemHandlers = HttpApiBuilder.group(ServedApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
 const ApiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
-  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, IntrospectionHandlers]),
+  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, IntrospectionHandlers, AuditHandlers]),
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 

@@ -9,7 +9,7 @@ import type { SqlError } from "effect/sql"
 import type { AppRole, Principal } from "./AccessTokens.ts"
 import { executePipelined } from "./AsCaller.ts"
 import { sqlState } from "./DatabaseError.ts"
-import { ANONYMOUS, type RequestIdentity } from "./RequestContext.ts"
+import { ANONYMOUS, currentRequestId, type RequestIdentity } from "./RequestContext.ts"
 
 /** The user of spec §2.3, as the sign-in functions return it. */
 export interface SignedInUser {
@@ -30,9 +30,13 @@ export class InvalidEmailChange extends Schema.TaggedError<InvalidEmailChange>()
 
 const identityOf = (principal: Principal) => ({ role: principal.role, userId: principal.userId })
 
-/** The rows of one identity function's call as `identity`, the way every caller's statement runs (AsCaller). */
+/**
+ * The rows of one identity function's call as `identity`, the way every caller's statement runs
+ * (AsCaller), with the HTTP request's id for the audit event it appends.
+ */
 const asIdentity = <A>(identity: RequestIdentity, text: string, params: ReadonlyArray<unknown>) =>
-  Effect.map(executePipelined(identity, text, params), (result) => result.rows as ReadonlyArray<A>)
+  Effect.flatMap(currentRequestId, (requestId) =>
+    Effect.map(executePipelined({ ...identity, requestId }, text, params), (result) => result.rows as ReadonlyArray<A>))
 
 const serverMessage = (error: SqlError.SqlError) =>
   (error.reason as { readonly cause?: { readonly message?: string } }).cause?.message ?? "refused"

@@ -1,11 +1,11 @@
 /**
  * The database side of "who is asking": every request runs in one transaction whose first
- * statement switches to the caller's role and sets `app.user_id`, `app.app_id`, `search_path`
- * and `statement_timeout`, all with `set_config(..., true)` in one round trip, so that they end
+ * statement switches to the caller's role and sets `app.user_id`, `app.app_id`, `app.request_id`
+ * (what the audit trail records), `search_path` and `statement_timeout`, all with `set_config(..., true)` in one round trip, so that they end
  * with the transaction and never leak to the next user of the pooled connection. The values are
  * bound parameters: nothing here is concatenated from the request. `AsCaller` runs the transactions.
  */
-import { Duration } from "effect"
+import { Duration, Effect, References } from "effect"
 import type { AppRole } from "./AccessTokens.ts"
 import { quoteIdentifier } from "./SqlIdentifier.ts"
 
@@ -15,6 +15,8 @@ export interface RequestIdentity {
   readonly role: DatabaseRole
   /** Empty for anonymous requests. */
   readonly userId: string
+  /** The HTTP request's id (`x-request-id`), which audit events carry; absent outside a request. */
+  readonly requestId?: string | undefined
 }
 
 /** An app of sys.apps, as X-App-Schema selects it. */
@@ -30,6 +32,15 @@ export interface RequestContext extends RequestIdentity {
   /** A read-only transaction: even a data-modifying CTE fails (the AI's select_data). */
   readonly readOnly?: boolean | undefined
 }
+
+/** The log annotation that carries the id of the HTTP request a fiber serves (HttpServerLive sets it). */
+export const REQUEST_ID_ANNOTATION = "requestId"
+
+/** The id of the HTTP request this fiber serves, from its log annotations; `""` outside a request. */
+export const currentRequestId: Effect.Effect<string> = Effect.map(References.CurrentLogAnnotations, (annotations) => {
+  const id = annotations[REQUEST_ID_ANNOTATION]
+  return typeof id === "string" ? id : ""
+})
 
 export const ANONYMOUS: RequestIdentity = { role: "anon", userId: "" }
 
@@ -49,7 +60,8 @@ export const SETTINGS_STATEMENT = `SELECT
   set_config('app.app_id', $3, true),
   set_config('search_path', $4, true),
   set_config('statement_timeout', $5, true),
-  set_config('transaction_read_only', $6, true)`
+  set_config('transaction_read_only', $6, true),
+  set_config('app.request_id', $7, true)`
 
 export const settingsOf = (context: RequestContext): ReadonlyArray<string> => [
   context.role,
@@ -57,5 +69,6 @@ export const settingsOf = (context: RequestContext): ReadonlyArray<string> => [
   context.app?.id ?? "",
   searchPathFor(context.app),
   `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`,
-  context.readOnly === true ? "on" : "off"
+  context.readOnly === true ? "on" : "off",
+  context.requestId ?? ""
 ]

@@ -79,6 +79,22 @@ describe("plinth tenant", () => {
   })
 })
 
+describe("plinth audit prune --tenant", () => {
+  const actions = (tenant: string) =>
+    query(tenantAdminUrl(tenant), (s) => s<{ action: string }>`SELECT action FROM sys.audit_events ORDER BY id`).then((rows) => rows.map((row) => row.action))
+
+  it("prunes that tenant's audit trail only", async () => {
+    const globexBefore = await actions(globex)
+    const acmeBefore = await actions(acme)
+    expect(acmeBefore).toEqual(expect.arrayContaining(["user.invite", "user.sign_in"]))
+    const plinth = runPlinth(["audit", "prune", "--tenant", acme, "--before", "2999-01-01"], cliEnv())
+    expect(await plinth.exited, plinth.stderr()).toBe(0)
+    expect(plinth.stdout().trim()).toBe(`Deleted ${acmeBefore.length} audit events older than 2999-01-01T00:00:00.000Z.`)
+    expect(await actions(acme)).toEqual(["audit.prune"])
+    expect(await actions(globex)).toEqual(globexBefore)
+  })
+})
+
 describe("X-Tenant", () => {
   it("is required (400), must be well-formed (400), and must be registered (404, no connection attempt)", async () => {
     expect(await post(main.url, "/sql", { sql: "SELECT 1" }, { token: acmeOwner })).toMatchObject({ status: 400, body: { error: "X-Tenant is required" } })
