@@ -36,6 +36,7 @@ BEGIN
   IF extensions.crypt(coalesce(p_password, ''), v_user.password_hash) <> v_user.password_hash OR NOT v_user.is_active THEN
     RETURN;
   END IF;
+  UPDATE sys.users SET last_sign_in_at = now() WHERE id = v_user.id;
   RETURN NEXT (v_user.id, v_user.email, v_user.display_name, v_user.role, false)::sys.signed_in_user;
 END
 $$;
@@ -70,8 +71,11 @@ BEGIN
       AND EXISTS (SELECT FROM sys.users u WHERE u.id = l.user_id AND u.is_active)
     RETURNING l.user_id
   )
-  SELECT u.id, u.email, u.display_name, u.role, u.password_hash IS NULL
-  FROM consumed c JOIN sys.users u ON u.id = c.user_id;
+  UPDATE sys.users AS u
+  SET last_sign_in_at = now()
+  FROM consumed c
+  WHERE u.id = c.user_id
+  RETURNING u.id, u.email, u.display_name, u.role, u.password_hash IS NULL;
 END
 $$;
 
@@ -96,8 +100,10 @@ BEGIN
   IF NOT coalesce(sys.is_email(p_email), false) THEN
     RAISE EXCEPTION 'invalid email address' USING ERRCODE = '22023';
   END IF;
-  INSERT INTO sys.users (email, role, display_name)
-  VALUES (p_email, p_role, left(split_part(p_email, '@', 1), 200))
+  -- The inviter, when the caller is a user (a token's sub may name no user: then none).
+  INSERT INTO sys.users (email, role, display_name, invited_by)
+  VALUES (p_email, p_role, left(split_part(p_email, '@', 1), 200),
+    (SELECT id FROM sys.users WHERE id = nullif(current_setting('app.user_id', true), '')::uuid))
   RETURNING id INTO v_user_id;
   RETURN sys.issue_magic_link(v_user_id);
 EXCEPTION
