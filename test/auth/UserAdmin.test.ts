@@ -196,3 +196,156 @@ describe.each<Transport>(["sql", "http"])("every rule, through %s", (transport) 
     expect(row).toMatchObject({ id: targetId, role, is_active: active })
   })
 })
+
+/** A fresh world with a signed-in owner (and another active owner standing by). */
+const ownerWorld = async () => {
+  await query(stack.db.adminUrl, (sql) => sql`UPDATE sys.users SET is_active = false`)
+  const owner = await signedIn(stack, fresh("owner"), "owner")
+  await invited("owner")
+  return owner
+}
+
+describe("what the table does not cover", () => {
+  it("PATCH: a body that changes nothing or holds a bad value is 400, a bad role 400, an id that names nobody 404; both fields change in one call", async () => {
+    const owner = await ownerWorld()
+    const member = await invited("member")
+    for (const body of [{}, { active: false }, { role: "root" }, { is_active: "no" }, { role: null }]) {
+      const response = await request("PATCH", `/admin/users/${member}`, owner.token, body)
+      expect(response.status, JSON.stringify(body)).toBe(400)
+      expect(errorText(response.body)).not.toBe("")
+    }
+    expect((await request("PATCH", "/admin/users/not-a-uuid", owner.token, { is_active: false })).status).toBe(404)
+    expect((await request("PATCH", "/admin/users/00000000-0000-4000-8000-000000000000", owner.token, { is_active: false })).status).toBe(404)
+    expect((await request("POST", "/admin/users/00000000-0000-4000-8000-000000000000/resend-invite", owner.token)).status).toBe(404)
+    expect(await userRow(member)).toMatchObject({ role: "member", is_active: true })
+
+    const both = await request("PATCH", `/admin/users/${member}`, owner.token, { role: "staff", is_active: false })
+    expect(both).toMatchObject({ status: 200, body: { id: member, role: "staff", is_active: false } })
+  })
+
+  it("through /sql: an unknown user is P0002, a bad role 22023, a null active 22023", async () => {
+    const owner = await ownerWorld()
+    const member = await invited("member")
+    expect((await sqlAs(owner.token, "SELECT * FROM sys.set_user_active('00000000-0000-4000-8000-000000000000', false)")).body.error?.code).toBe("P0002")
+    expect((await sqlAs(owner.token, "SELECT * FROM sys.set_user_role($1, 'root')", [member])).body.error?.code).toBe("22023")
+    expect((await sqlAs(owner.token, "SELECT * FROM sys.set_user_active($1, NULL)", [member])).body.error?.code).toBe("22023")
+  })
+
+  it("without a JWT every endpoint is 401", async () => {
+    expect((await get(base, "/admin/users")).status).toBe(401)
+    const patch = await fetch(`${base}/admin/users/00000000-0000-4000-8000-000000000000`, { method: "PATCH", headers: { "content-type": "application/json" }, body: "{\"is_active\":false}" })
+    expect(patch.status).toBe(401)
+    expect((await post(base, "/admin/users/00000000-0000-4000-8000-000000000000/resend-invite", {})).status).toBe(401)
+  })
+
+  it("resend-invite: 502 when the mail fails, and nothing is lost: sent again, the link signs in", async () => {
+    const owner = await ownerWorld()
+    const member = await invited("member")
+    const { email } = await userRow(member)
+    stack.mail.failNext(1, 400) // a 4xx is not retried: the failure is immediate
+    const failed = await request("POST", `/admin/users/${member}/resend-invite`, owner.token)
+    expect(failed.status).toBe(502)
+    expect(errorText(failed.body)).toMatch(/could not be sent/)
+    expect(await request("POST", `/admin/users/${member}/resend-invite`, owner.token)).toMatchObject({ status: 200, body: { ok: true } })
+    const signIn = await verify(base, await mailedToken(stack.mail, email))
+    expect(signIn.user.id).toBe(member)
+    // Signed in now: no more invitations (its token would sign whoever asked in as them).
+    const again = await request("POST", `/admin/users/${member}/resend-invite`, owner.token)
+    expect(again.status).toBe(409)
+    expect(errorText(again.body)).toMatch(/has signed in already/)
+  })
+
+  it("resend-invite to a deactivated user is 409 saying so", async () => {
+    const owner = await ownerWorld()
+    const member = await invited("member")
+    await request("PATCH", `/admin/users/${member}`, owner.token, { is_active: false })
+    const response = await request("POST", `/admin/users/${member}/resend-invite`, owner.token)
+    expect(response.status).toBe(409)
+    expect(errorText(response.body)).toMatch(/is deactivated/)
+  })
+
+  it("a deactivated or demoted admin's JWT, still valid, manages nobody", async () => {
+    const owner = await ownerWorld()
+    const admin = await signedIn(stack, fresh("admin"), "admin")
+    const member = await invited("member")
+    expect((await request("PATCH", `/admin/users/${admin.user.id}`, owner.token, { is_active: false })).status).toBe(200)
+    const refused = await request("PATCH", `/admin/users/${member}`, admin.token, { is_active: false })
+    expect(refused.status).toBe(403)
+    expect(errorText(refused.body)).toMatch(/deactivated or its role changed/)
+    expect((await request("GET", "/admin/users", admin.token)).status).toBe(403)
+
+    expect((await request("PATCH", `/admin/users/${admin.user.id}`, owner.token, { is_active: true, role: "staff" })).status).toBe(200)
+    expect((await request("PATCH", `/admin/users/${member}`, admin.token, { is_active: false })).status).toBe(403)
+    expect(await userRow(member)).toMatchObject({ is_active: true })
+  })
+
+  it("two owners demoting each other at once: one wins, and an active owner remains", async () => {
+    await query(stack.db.adminUrl, (sql) => sql`UPDATE sys.users SET is_active = false`)
+    const a = await signedIn(stack, fresh("owner-a"), "owner")
+    const b = await signedIn(stack, fresh("owner-b"), "owner")
+    const results = await Promise.all([
+      sqlAs(a.token, "SELECT * FROM sys.set_user_role($1, 'member')", [b.user.id]),
+      sqlAs(b.token, "SELECT * FROM sys.set_user_role($1, 'member')", [a.user.id])
+    ])
+    // The loser either ran second (it is no owner any more: 403) or at the same time (409).
+    const [winner, loser] = results[0]!.status === 200 ? results : [results[1]!, results[0]!]
+    expect(winner!.status).toBe(200)
+    expect([403, 409]).toContain(loser!.status)
+    expect(loser!.body.error?.message).toMatch(loser!.status === 409 ? /last active owner/ : /role changed/)
+    const [owners] = await query(stack.db.adminUrl, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM sys.users WHERE role = 'owner' AND is_active`)
+    expect(owners!.n).toBe(1)
+  })
+
+  it("invited_by names the inviter; last_sign_in_at is set by each sign-in (magic link, password)", async () => {
+    const owner = await ownerWorld()
+    const email = fresh("invitee")
+    expect((await post(base, "/admin/invite", { email, role: "staff" }, { token: owner.token })).status).toBe(200)
+    const listed = async () =>
+      ((await request("GET", "/admin/users", owner.token)).body as unknown as ReadonlyArray<Record<string, unknown>>).find((row) => row["email"] === email)!
+    expect(await listed()).toMatchObject({ invited_by: owner.user.id, last_sign_in_at: null, needs_password: true })
+    const staff = await verify(base, await mailedToken(stack.mail, email))
+    const first = (await listed())["last_sign_in_at"] as string
+    expect(first).toMatch(/Z$/)
+    expect((await post(base, "/auth/set-password", { password: "correct horse" }, { token: staff.token })).status).toBe(200)
+    expect((await post(base, "/auth/login", { email, password: "correct horse" })).status).toBe(200)
+    const second = await listed()
+    expect(second).toMatchObject({ needs_password: false })
+    expect(Date.parse(second["last_sign_in_at"] as string)).toBeGreaterThan(Date.parse(first))
+  })
+})
+
+describe("offboarding", () => {
+  it("owner deactivates a member: no link is mailed, an earlier link is 401, the JWT works until it expires; reactivation restores sign-in", async () => {
+    const owner = await ownerWorld()
+    const email = fresh("leaver")
+    const member: SignIn = await signedIn(stack, email, "member")
+    const bystander = fresh("bystander")
+    await inviteAsDatabaseAdmin(stack.db, bystander, "member")
+
+    // A link asked for before the deactivation, not yet followed.
+    expect((await post(base, "/auth/magic-link", { email })).status).toBe(200)
+    const earlier = await mailedToken(stack.mail, email)
+
+    expect(await request("PATCH", `/admin/users/${member.user.id}`, owner.token, { is_active: false }))
+      .toMatchObject({ status: 200, body: { is_active: false } })
+
+    const mailsToLeaver = stack.mail.messages.filter((m) => m.to === email).length
+    expect(await post(base, "/auth/magic-link", { email })).toMatchObject({ status: 200, body: { sent: true } })
+    // Mails go out after the answer: once the bystander's (asked for after) has arrived, the leaver's would have.
+    expect((await post(base, "/auth/magic-link", { email: bystander })).status).toBe(200)
+    expect(await eventually(async () => stack.mail.messages.some((m) => m.to === bystander))).toBe(true)
+    expect(stack.mail.messages.filter((m) => m.to === email)).toHaveLength(mailsToLeaver)
+
+    expect((await post(base, "/auth/magic-link/verify", { token: earlier })).status).toBe(401)
+
+    // Issued JWTs stay valid until they expire (JWT_TTL).
+    expect(await sqlAs(member.token, "SELECT 1 AS one")).toMatchObject({ status: 200, body: { rows: [{ one: 1 }] } })
+
+    expect(await request("PATCH", `/admin/users/${member.user.id}`, owner.token, { is_active: true }))
+      .toMatchObject({ status: 200, body: { is_active: true } })
+    expect((await post(base, "/auth/magic-link", { email })).status).toBe(200)
+    await eventually(async () => stack.mail.messages.filter((m) => m.to === email).length > mailsToLeaver)
+    const back = await verify(base, await mailedToken(stack.mail, email))
+    expect(back.user).toMatchObject({ id: member.user.id, role: "member" })
+  })
+})
