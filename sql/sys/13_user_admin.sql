@@ -70,8 +70,8 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF p_user.role = 'owner' AND p_user.is_active
     AND NOT EXISTS (SELECT FROM sys.users WHERE role = 'owner' AND is_active AND id <> p_user.id) THEN
-    RAISE EXCEPTION 'cannot % %: they are the last active owner', p_what, p_user.email USING ERRCODE = '23000',
-      HINT = 'make another user an owner first';
+    RAISE EXCEPTION 'cannot % %: they are the last active owner (make another user an owner first)', p_what, p_user.email
+      USING ERRCODE = '23000';
   END IF;
 END
 $$;

@@ -5,7 +5,7 @@
  * nobody themselves, never the last active owner); this module turns its answers into typed results.
  */
 import { Effect, Schema } from "effect"
-import type { SqlError } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import type { AppRole, Principal } from "./AccessTokens.ts"
 import { executeAllPipelined, executePipelined } from "./AsCaller.ts"
 import { databaseErrorFields, sqlState } from "./DatabaseError.ts"
@@ -80,3 +80,42 @@ export const resendInvite = Effect.fn("UserAdmin.resendInvite")(function*(caller
   const result = yield* executePipelined(identityOf(caller), "SELECT * FROM sys.resend_invite($1)", [userId]).pipe(Effect.mapError(refusal))
   return result.rows[0] as unknown as { readonly email: string; readonly token: string }
 })
+
+/** A user as a database administrator lists them: with the inviter's address. */
+export interface ListedUser {
+  readonly email: string
+  readonly display_name: string
+  readonly role: AppRole
+  readonly is_active: boolean
+  readonly needs_password: boolean
+  readonly created_at: Date
+  readonly last_sign_in_at: Date | null
+  readonly invited_by_email: string | null
+}
+
+/**
+ * What `plinth users` does, as a database administrator (no app role: the rules of an owner,
+ * and nobody is "yourself"), on the database of `SqlClient`, naming users by email.
+ */
+export const asAdministrator = {
+  list: Effect.fn("UserAdmin.administrator.list")(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<ListedUser>`
+      SELECT u.email, u.display_name, u.role, u.is_active, u.needs_password, u.created_at, u.last_sign_in_at,
+        inviter.email AS invited_by_email
+      FROM sys.list_users() AS u LEFT JOIN sys.users AS inviter ON inviter.id = u.invited_by`
+  }),
+  /** The user before and after the change. */
+  update: Effect.fn("UserAdmin.administrator.update")(function*(email: string, change: UserChange) {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      const [before] = yield* sql<{ id: string; role: AppRole; is_active: boolean }>`
+        SELECT id, role, is_active FROM sys.users WHERE lower(email) = lower(${email})`
+      if (before === undefined) return yield* new UserNotFound()
+      let after: UserAccount | undefined
+      if (change.role !== undefined) [after] = yield* sql<UserAccount>`SELECT * FROM sys.set_user_role(${before.id}::uuid, ${change.role})`
+      if (change.is_active !== undefined) [after] = yield* sql<UserAccount>`SELECT * FROM sys.set_user_active(${before.id}::uuid, ${change.is_active})`
+      return { before, after: after! }
+    })).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(refusal(error))))
+  })
+}
