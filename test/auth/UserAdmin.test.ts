@@ -206,6 +206,18 @@ const ownerWorld = async () => {
 }
 
 describe("what the table does not cover", () => {
+  it("the functions are SECURITY DEFINER with a pinned search_path, for owners and admins only", async () => {
+    for (const signature of ["sys.list_users()", "sys.set_user_active(uuid, boolean)", "sys.set_user_role(uuid, text)", "sys.resend_invite(uuid)"]) {
+      const [row] = await query(stack.db.adminUrl, (sql) =>
+        sql<{ definer: boolean; pinned: boolean; roles: Array<string> }>`
+          SELECT p.prosecdef AS definer, coalesce(array_to_string(p.proconfig, ',') LIKE '%search_path=%', false) AS pinned,
+            ARRAY(SELECT r FROM unnest(ARRAY['owner', 'admin', 'staff', 'member', 'anon', 'authenticator', 'chat_authenticator']) AS r
+              WHERE has_function_privilege(r, p.oid, 'EXECUTE') ORDER BY r) AS roles
+          FROM pg_proc p WHERE p.oid = ${signature}::regprocedure`)
+      expect(row, signature).toEqual({ definer: true, pinned: true, roles: ["admin", "owner"] })
+    }
+  })
+
   it("PATCH: a body that changes nothing or holds a bad value is 400, a bad role 400, an id that names nobody 404; both fields change in one call", async () => {
     const owner = await ownerWorld()
     const member = await invited("member")
