@@ -44,6 +44,12 @@ BEGIN
 END
 $$;
 
+-- Whether p_user is the caller (a database administrator is nobody).
+CREATE OR REPLACE FUNCTION sys.is_caller(p_user sys.users) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT coalesce(p_user.id = nullif(current_setting('app.user_id', true), '')::uuid, false)
+$$;
+
 -- Admins manage only staff and members.
 CREATE OR REPLACE FUNCTION sys.check_may_manage(p_caller text, p_user sys.users) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -55,12 +61,6 @@ BEGIN
     RAISE EXCEPTION 'an admin may manage only staff and members, and % is %', p_user.email, p_user.role USING ERRCODE = '42501';
   END IF;
 END
-$$;
-
--- Whether p_user is the caller (a database administrator is nobody).
-CREATE OR REPLACE FUNCTION sys.is_caller(p_user sys.users) RETURNS boolean
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-  SELECT coalesce(p_user.id = nullif(current_setting('app.user_id', true), '')::uuid, false)
 $$;
 
 -- Refuses to leave no active owner: p_user (locked by sys.locked_user, with the other active
