@@ -40,6 +40,7 @@ BEGIN
     PERFORM sys.record_audit_event('user.sign_in_failed', sys.email_hash(p_email), '{"method": "password"}');
     RETURN;
   END IF;
+  UPDATE sys.users SET last_sign_in_at = now() WHERE id = v_user.id;
   PERFORM sys.record_audit_event('user.sign_in', v_user.id::text, '{"method": "password"}', v_user.id);
   RETURN NEXT (v_user.id, v_user.email, v_user.display_name, v_user.role, false)::sys.signed_in_user;
 END
@@ -87,6 +88,7 @@ BEGIN
     WHERE l.token_hash = sha256(convert_to(coalesce(p_token, ''), 'UTF8'));
     RETURN;
   END IF;
+  UPDATE sys.users SET last_sign_in_at = now() WHERE id = v_user.id;
   PERFORM sys.record_audit_event('user.sign_in', v_user.id::text, '{"method": "magic_link"}', v_user.id);
   RETURN NEXT v_user;
 END
@@ -113,8 +115,10 @@ BEGIN
   IF NOT coalesce(sys.is_email(p_email), false) THEN
     RAISE EXCEPTION 'invalid email address' USING ERRCODE = '22023';
   END IF;
-  INSERT INTO sys.users (email, role, display_name)
-  VALUES (p_email, p_role, left(split_part(p_email, '@', 1), 200))
+  -- The inviter, when the caller is a user (a token's sub may name no user: then none).
+  INSERT INTO sys.users (email, role, display_name, invited_by)
+  VALUES (p_email, p_role, left(split_part(p_email, '@', 1), 200),
+    (SELECT id FROM sys.users WHERE id = nullif(current_setting('app.user_id', true), '')::uuid))
   RETURNING id INTO v_user_id;
   PERFORM sys.record_audit_event('user.invite', v_user_id::text, jsonb_build_object('role', p_role));
   RETURN sys.issue_magic_link(v_user_id);

@@ -1,8 +1,9 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --no-allocation-site-pretenuring
 /**
  * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
- * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`, `db url`,
- * `audit prune`, and `tenant create|list|migrate` for multi-tenant mode.
+ * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`,
+ * `users list|deactivate|activate|role`, `db url`, `audit prune`, and `tenant create|list|migrate`
+ * for multi-tenant mode.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
@@ -15,6 +16,7 @@ import { describeFailure } from "../services/DatabaseError.ts"
 import { maskEmail } from "../services/EmailMask.ts"
 import { magicLinkUrl } from "../services/Mailer.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import * as UserAdmin from "../services/UserAdmin.ts"
 import { DatabaseUrls, EMBEDDED_DATABASE, migrateDatabase, requireUrl, withDatabase } from "../layers/Database.ts"
 import { portTaken, runningServer } from "../layers/EmbeddedPostgres.ts"
 import { loadLocalSecrets } from "../layers/LocalSecrets.ts"
@@ -175,6 +177,94 @@ const invite = Command.make("invite", {
   Command.withDescription("Invite a user as a database administrator (how the first owner gets in) and print the sign-in link; again for a user who has not signed in yet: a fresh link")
 )
 
+/** The database a `--tenant` command works on: the tenant's in multi-tenant mode (required there), else the one. */
+const adminUrlFor = Effect.fn("Cli.adminUrlFor")(function*(tenant: Option.Option<string>) {
+  const config = yield* PlinthConfig
+  if (Option.isSome(tenant)) return yield* tenantAdminUrl(tenant.value)
+  if (config.multiTenant) return yield* new CliFailure({ message: "multi-tenant mode: name the tenant with --tenant <name>" })
+  return yield* requireUrl("admin")
+})
+
+const tenantFlag = Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant whose users these are"))
+const userEmail = Argument.String("email").pipe(Argument.withDescription("the user's email address"))
+
+const when = (at: Date | null) => at === null ? "never" : `${at.toISOString().slice(0, 16).replace("T", " ")} UTC`
+
+/** Columns padded to their widest cell, two spaces apart. */
+const table = (rows: ReadonlyArray<ReadonlyArray<string>>) => {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n")
+}
+
+const listUsers = (tenant: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const users = yield* withDatabase(yield* adminUrlFor(tenant), UserAdmin.asAdministrator.list())
+    if (users.length === 0) return yield* Console.log("No users yet: npm run plinth -- invite <email> owner")
+    yield* Console.log(table([
+      ["EMAIL", "ROLE", "STATUS", "LAST SIGN-IN", "INVITED BY"],
+      ...users.map((user) => [
+        user.email,
+        user.role,
+        user.is_active ? "active" : "deactivated",
+        when(user.last_sign_in_at),
+        user.invited_by_email ?? "-"
+      ])
+    ]))
+  })
+
+/** Applies `change` to the user of `email` as a database administrator and says what happened, in a line. */
+const changeUser = (email: string, change: UserAdmin.UserChange, tenant: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    const who = config.isProduction ? maskEmail(email) : email
+    const { before, after } = yield* withDatabase(yield* adminUrlFor(tenant), UserAdmin.asAdministrator.update(email, change)).pipe(
+      Effect.catchTags({
+        UserNotFound: () => Effect.fail(new CliFailure({ message: `no user has the email address ${who}` })),
+        // The database's refusal names the user and the reason.
+        UserChangeRefused: (error) => Effect.fail(new CliFailure({ message: error.message })),
+        UserChangeConflict: (error) => Effect.fail(new CliFailure({ message: error.message })),
+        InvalidUserChange: (error) => Effect.fail(new CliFailure({ message: error.message })),
+        SqlError: (error) => Effect.fail(new CliFailure({ message: `cannot change ${who}: ${describeFailure(error)}` }))
+      })
+    )
+    if (change.is_active !== undefined) {
+      if (before.is_active === after.is_active) return yield* Console.log(`${who} is already ${after.is_active ? "active" : "deactivated"}.`)
+      return yield* Console.log(after.is_active
+        ? `Activated ${who} (${after.role}): they can sign in again.`
+        : `Deactivated ${who} (${after.role}): they can no longer sign in; tokens already issued stay valid until they expire (JWT_TTL).`)
+    }
+    if (before.role === after.role) return yield* Console.log(`${who} is already ${after.role}.`)
+    yield* Console.log(`${who} is now ${after.role} (was ${before.role}); tokens already issued keep the old role until they expire (JWT_TTL).`)
+  }).pipe(
+    Effect.provide(Base),
+    // Before Base: a mistyped address starts no database.
+    (run) => email.length > 320 || !EMAIL.test(email)
+      ? Effect.fail(new CliFailure({ message: `invalid email address: ${JSON.stringify(email.slice(0, 320))}` }))
+      : run
+  )
+
+const users = Command.make("users").pipe(
+  Command.withDescription("List users, deactivate and reactivate them, change their roles (as a database administrator)"),
+  Command.withSubcommands([
+    Command.make("list", { tenant: tenantFlag }, ({ tenant }) => listUsers(tenant).pipe(Effect.provide(Base))).pipe(
+      Command.withDescription("List every user: email, role, active or deactivated, last sign-in, who invited them")
+    ),
+    Command.make("deactivate", { email: userEmail, tenant: tenantFlag }, ({ email, tenant }) => changeUser(email, { is_active: false }, tenant)).pipe(
+      Command.withDescription("Deactivate a user: no more sign-ins (tokens already issued stay valid until they expire)")
+    ),
+    Command.make("activate", { email: userEmail, tenant: tenantFlag }, ({ email, tenant }) => changeUser(email, { is_active: true }, tenant)).pipe(
+      Command.withDescription("Reactivate a deactivated user")
+    ),
+    Command.make("role", {
+      email: userEmail,
+      role: Argument.Literals("role", ROLES).pipe(Argument.withDescription("owner, admin, staff or member")),
+      tenant: tenantFlag
+    }, ({ email, role, tenant }) => changeUser(email, { role }, tenant)).pipe(
+      Command.withDescription("Give a user another role (the last active owner stays one)")
+    )
+  ])
+)
+
 /**
  * The superuser URL of the embedded database (for psql), read from the data directory's secrets
  * without starting anything; with URLs, DATABASE_ADMIN_URL (the operator's own).
@@ -266,7 +356,7 @@ const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.pr
 
 export const plinth = Command.make("plinth").pipe(
   Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
-  Command.withSubcommands([start, serve, migrate, invite, db, audit, tenant])
+  Command.withSubcommands([start, serve, migrate, invite, users, db, audit, tenant])
 )
 
 /** A mistyped command line is its error and the command's one-line usage, not the whole help. */

@@ -15,7 +15,6 @@ import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { makeProxyMatcher } from "../services/TrustedProxies.ts"
 import { CurrentPrincipal, requireRole } from "./Authentication.ts"
 import {
-  BadGateway,
   BadRequest,
   Conflict,
   databaseUnavailable,
@@ -24,6 +23,7 @@ import {
   TooManyRequests,
   Unauthorized
 } from "./Errors.ts"
+import { mailInvitation } from "./Invitations.ts"
 import { ServedApi } from "./MainApi.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 
@@ -183,11 +183,7 @@ export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect
           })
         )
         // The user exists now whatever happens to the mail: they can still ask for a sign-in link.
-        yield* mailer.sendMagicLink({ to: payload.email, token, kind: "invite" }).pipe(
-          Effect.mapError(() =>
-            new BadGateway({ error: "the user was invited, but the invitation email could not be sent; they can request a sign-in link" })
-          )
-        )
+        yield* mailInvitation(mailer, payload.email, token, "the user was invited, but the invitation email could not be sent; they can request a sign-in link")
         return { ok: true as const }
       }).pipe(databaseUnavailable))
 }))

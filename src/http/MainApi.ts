@@ -6,10 +6,11 @@ import { DataApi } from "./DataApi.ts"
 import { EventsApi } from "./EventsApi.ts"
 import { IntrospectionApi } from "./IntrospectionApi.ts"
 import { SystemApi } from "./SystemApi.ts"
+import { UsersApi } from "./UsersApi.ts"
 import { ValidationErrors } from "./Validation.ts"
 
 /** What HttpApi serves: everything but the data plane and the event stream, which plain routes serve (DataRoutes.ts, EventsRoutes.ts). */
-export class ServedApi extends HttpApi.make("plinth").add(SystemApi).add(AuthApi).add(AccountApi).add(IntrospectionApi).add(AuditApi).middleware(ValidationErrors) {}
+export class ServedApi extends HttpApi.make("plinth").add(SystemApi).add(AuthApi).add(AccountApi).add(IntrospectionApi).add(UsersApi).add(AuditApi).middleware(ValidationErrors) {}
 
 /** What `/openapi.json` documents: every endpoint. */
 export class MainApi extends ServedApi.add(DataApi).add(EventsApi) {}

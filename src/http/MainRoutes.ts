@@ -10,12 +10,13 @@ import { EventsRoute } from "./EventsRoutes.ts"
 import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
 import { MainApi, ServedApi } from "./MainApi.ts"
 import { health, ready } from "./SystemRoutes.ts"
+import { UsersHandlers } from "./UsersRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
 
 const SystemHandlers = HttpApiBuilder.group(ServedApi, "system", (handlers) => handlers.handle("health", health).handle("ready", ready))
 
 const ApiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
-  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, IntrospectionHandlers, AuditHandlers]),
+  Layer.provide([SystemHandlers, AuthHandlers, AccountHandlers, IntrospectionHandlers, UsersHandlers, AuditHandlers]),
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 

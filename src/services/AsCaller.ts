@@ -140,6 +140,9 @@ const roundTrip = Effect.fnUntraced(function*(context: RequestContext, statement
 export const executePipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown> = []) =>
   Effect.map(inOneRoundTrip(context, [[text, params]]), ([result]) => result!)
 
+/** Runs `statements` as `context` in one round trip and one transaction: their results, or the first failure. */
+export const executeAllPipelined = (context: RequestContext, statements: ReadonlyArray<Statement>) => inOneRoundTrip(context, statements)
+
 /** The value of `call` (one function call, `sys.introspect()`) as `context`, in one round trip. */
 export const callPipelined = (context: RequestContext, call: string, params: ReadonlyArray<unknown> = []) =>
   Effect.map(executePipelined(context, `SELECT ${call} AS value`, params), (result): unknown => result.rows[0]?.["value"] ?? null)

@@ -177,6 +177,22 @@ describe("users and sign-ins", () => {
     ])
   })
 
+  it("deactivation, reactivation, a role change and a resent invitation each leave one event; a refused or unchanged one none", async () => {
+    const email = `${fresh("managed")}@plinth.test`
+    const invite = await post(stack.main.url, "/admin/invite", { email, role: "member" }, { token: owner.token })
+    expect(invite.status).toBe(200)
+    const [user] = await admin<{ id: string }>(stack, "SELECT id FROM sys.users WHERE email = $1", [email])
+    const id = user!.id
+    await oneEvent(adminUser, "sys.set_user_active($1, false)", [id], { action: "user.set_active", target: id, details: { active: false } })
+    await oneEvent(adminUser, "sys.set_user_active($1, true)", [id], { action: "user.set_active", target: id, details: { active: true } })
+    await oneEvent(owner, "sys.set_user_role($1, 'staff')", [id], { action: "user.set_role", target: id, details: { from: "member", to: "staff" } })
+    await oneEvent(owner, "(SELECT email FROM sys.resend_invite($1))", [id], { action: "user.resend_invite", target: id })
+    // Unchanged (already staff), refused (an admin making an owner; a member managing anyone): none.
+    await noEvent(owner, "sys.set_user_role($1, 'staff')", [id], 200)
+    await noEvent(adminUser, "sys.set_user_role($1, 'owner')", [id], 403)
+    await noEvent(member, "sys.set_user_active($1, false)", [id], 403)
+  })
+
   it("an invite by a database administrator has no actor id and the role administrator", async () => {
     const email = `${fresh("by-dba")}@plinth.test`
     await inviteAsDatabaseAdmin(stack.db, email, "member")

@@ -1,10 +1,12 @@
 /**
  * The CLI's answers to an operator's mistakes and repeats, against a database given by URL:
  * `plinth invite` of a bad address, of an existing user (a fresh link while they have not signed
- * in, a way forward once they have), a bad role, and `plinth db url`. Every error is one line.
+ * in, a way forward once they have), a bad role, `plinth users` (list, deactivate, activate, role),
+ * and `plinth db url`. Every error is one line.
  */
 import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { inviteAsDatabaseAdmin } from "../support/auth.ts"
 import { runPlinth } from "../support/cli.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
@@ -81,6 +83,56 @@ describe("plinth invite", () => {
   it("a database that does not answer is one line", async () => {
     const dead = `postgres://postgres:x@127.0.0.1:${await freePort()}/nowhere`
     expectOneLine(await plinth(["invite", "x@plinth.test", "member"], { DATABASE_ADMIN_URL: dead }), /^plinth: cannot invite x@plinth\.test: \S/)
+  })
+})
+
+describe("plinth users", () => {
+  const userOf = async (email: string) =>
+    (await query(db.adminUrl, (sql) => sql<{ role: string; is_active: boolean }>`SELECT role, is_active FROM sys.users WHERE lower(email) = lower(${email})`))[0]
+
+  it("lists, deactivates, activates and changes roles, as a database administrator; each answer one line", async () => {
+    await inviteAsDatabaseAdmin(db, "boss@users.test", "owner")
+    await inviteAsDatabaseAdmin(db, "clerk@users.test", "member")
+
+    const listed = await plinth(["users", "list"])
+    expect(listed.code).toBe(0)
+    const lines = listed.stdout.trim().split("\n")
+    expect(lines[0]).toMatch(/^EMAIL\s+ROLE\s+STATUS\s+LAST SIGN-IN\s+INVITED BY$/)
+    expect(lines.find((line) => line.startsWith("clerk@users.test"))).toMatch(/^clerk@users\.test\s+member\s+active\s+never\s+-$/)
+
+    const deactivated = await plinth(["users", "deactivate", "Clerk@users.test"])
+    expect(deactivated.code).toBe(0)
+    expect(deactivated.stdout.trim()).toBe("Deactivated Clerk@users.test (member): they can no longer sign in; tokens already issued stay valid until they expire (JWT_TTL).")
+    expect(await userOf("clerk@users.test")).toEqual({ role: "member", is_active: false })
+    expect((await plinth(["users", "deactivate", "clerk@users.test"])).stdout.trim()).toBe("clerk@users.test is already deactivated.")
+
+    const activated = await plinth(["users", "activate", "clerk@users.test"])
+    expect(activated.stdout.trim()).toBe("Activated clerk@users.test (member): they can sign in again.")
+    expect(await userOf("clerk@users.test")).toEqual({ role: "member", is_active: true })
+
+    const promoted = await plinth(["users", "role", "clerk@users.test", "admin"])
+    expect(promoted.code).toBe(0)
+    expect(promoted.stdout.trim()).toBe("clerk@users.test is now admin (was member); tokens already issued keep the old role until they expire (JWT_TTL).")
+    expect(await userOf("clerk@users.test")).toEqual({ role: "admin", is_active: true })
+  }, 120_000)
+
+  it("refuses to leave no active owner, an unknown user, a bad role and a bad address, each in one line", async () => {
+    // Whatever earlier tests left: one active owner only.
+    await query(db.adminUrl, (sql) => sql`UPDATE sys.users SET is_active = false WHERE role = 'owner'`)
+    await inviteAsDatabaseAdmin(db, "only-owner@users.test", "owner")
+    expectOneLine(await plinth(["users", "deactivate", "only-owner@users.test"]), "plinth: cannot deactivate only-owner@users.test: they are the last active owner (make another user an owner first)")
+    expectOneLine(await plinth(["users", "role", "only-owner@users.test", "admin"]), "plinth: cannot demote only-owner@users.test: they are the last active owner (make another user an owner first)")
+    expect(await userOf("only-owner@users.test")).toEqual({ role: "owner", is_active: true })
+    expectOneLine(await plinth(["users", "deactivate", "nobody@users.test"]), "plinth: no user has the email address nobody@users.test")
+    expectOneLine(await plinth(["users", "activate", "not-an-address"]), "plinth: invalid email address: \"not-an-address\"")
+    const badRole = await plinth(["users", "role", "only-owner@users.test", "boss"])
+    expect(badRole.code).toBe(1)
+    expect(badRole.errors[0]).toBe("plinth: Invalid value for argument <role>: \"boss\". Expected: \"owner\" | \"admin\" | \"staff\" | \"member\"")
+  }, 120_000)
+
+  it("in multi-tenant mode, without --tenant, says to name the tenant", async () => {
+    expectOneLine(await plinth(["users", "list"], { MULTI_TENANT: "true" }), "plinth: multi-tenant mode: name the tenant with --tenant <name>")
+    expectOneLine(await plinth(["users", "list", "--tenant", "Bad-Name"], { MULTI_TENANT: "true" }), /^plinth: invalid tenant name "Bad-Name"/)
   })
 })
 

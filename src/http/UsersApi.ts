@@ -1,0 +1,48 @@
+/** User administration (issue #24) for owners and admins: definitions only (handlers in UsersRoutes.ts). */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { AppRole } from "../services/AccessTokens.ts"
+import { Authentication } from "./Authentication.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound } from "./Errors.ts"
+
+export const UserAccount = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  display_name: Schema.String,
+  role: AppRole,
+  is_active: Schema.Boolean,
+  needs_password: Schema.Boolean,
+  created_at: Schema.String,
+  last_sign_in_at: Schema.NullOr(Schema.String),
+  invited_by: Schema.NullOr(Schema.String)
+})
+
+const UserChange = Schema.Struct({
+  role: Schema.optionalKey(AppRole),
+  is_active: Schema.optionalKey(Schema.Boolean)
+}).pipe(Schema.check(Schema.makeFilter((change: { readonly role?: unknown; readonly is_active?: unknown }) =>
+  change.role !== undefined || change.is_active !== undefined || "give role, is_active or both"
+)))
+
+const id = { id: Schema.String }
+
+export class UsersApi extends HttpApiGroup.make("users")
+  .add(HttpApiEndpoint.get("list", "/admin/users", {
+    success: Schema.Array(UserAccount),
+    error: Forbidden
+  }))
+  // Role first, then is_active, in one transaction: both or neither.
+  .add(HttpApiEndpoint.patch("update", "/admin/users/:id", {
+    params: id,
+    payload: UserChange,
+    success: UserAccount,
+    error: [BadRequest, Forbidden, NotFound, Conflict]
+  }))
+  // Mails a fresh invitation link to a user who has not signed in yet.
+  .add(HttpApiEndpoint.post("resendInvite", "/admin/users/:id/resend-invite", {
+    params: id,
+    success: Schema.Struct({ ok: Schema.Literal(true) }),
+    error: [Forbidden, NotFound, Conflict, BadGateway]
+  }))
+  .middleware(Authentication)
+{}
