@@ -7,6 +7,7 @@
  */
 import { type Cause, Effect, Schema } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
+import { HttpApiSchema } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { type DatabaseErrorFields, databaseErrorFields, scrubQuotedValue, sqlState } from "../services/DatabaseError.ts"
 
@@ -56,6 +57,18 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
     return Effect.succeed(plainResponse(429, this.error, { "retry-after": String(this.retryAfterSeconds) }))
   }
 }
+
+/**
+ * TooManyRequests as an endpoint declares it: on the wire a plain `{ error }` body and the wait in
+ * `Retry-After`, as the error's own response has them, so that `/openapi.json` and clients read them.
+ */
+export const RateLimited = TooManyRequests.pipe(HttpApiSchema.encodeToWithHeaders({
+  body: Schema.Struct(PlainFields).annotate({ identifier: "TooManyRequests", httpApiStatus: 429 }),
+  headers: { "retry-after": Schema.NumberFromString.pipe(Schema.check(Schema.isInt())) }
+}, {
+  decode: ({ body, headers }) => new TooManyRequests({ error: body.error, retryAfterSeconds: headers["retry-after"] }),
+  encode: (error) => ({ body: { error: error.error }, headers: { "retry-after": error.retryAfterSeconds } })
+}))
 
 /**
  * For routes whose database failures are not the caller's SQL: a connection, resource or shutdown
@@ -126,6 +139,12 @@ export const DatabaseErrorBody = Schema.Struct({
   })
 })
 export type DatabaseErrorBody = typeof DatabaseErrorBody.Type
+
+/** Shape 2 as a failure of `/sql` and `/function` (which answer it themselves: databaseErrorResponse). */
+export class DatabaseError extends Schema.Error<DatabaseError>("DatabaseError")(DatabaseErrorBody.fields) {}
+
+/** The statuses shape 2 can have (statusForSqlState), each declared for `/openapi.json` and clients. */
+export const DatabaseErrors = [400, 403, 409, 503].map((status) => DatabaseError.annotate({ httpApiStatus: status }))
 
 /** Spec §7: the HTTP status of a SQLSTATE. */
 export const statusForSqlState = (code: string): number => {
