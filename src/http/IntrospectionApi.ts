@@ -60,11 +60,12 @@ const TableMetadata = Schema.Struct({
   description: Schema.String
 }).annotate({ identifier: "TableMetadata" })
 
-/** A choice's option; `color` may be null. */
+/** What a choice's spec gave (usually strings; `color` may be null); sys.create_table checks the keys, not their types. */
+const OptionValue = Schema.Union([Schema.String, Schema.Number, Schema.Boolean])
 const ChoiceOption = Schema.Struct({
-  value: Schema.String,
-  label: Schema.optionalKey(Schema.String),
-  color: Schema.optionalKey(Schema.NullOr(Schema.String))
+  value: OptionValue,
+  label: Schema.optionalKey(Schema.NullOr(OptionValue)),
+  color: Schema.optionalKey(Schema.NullOr(OptionValue))
 }).annotate({ identifier: "ChoiceOption" })
 
 /** Keys a column does not have are absent. */

@@ -216,7 +216,8 @@ describe("the main service's answers match its document", () => {
     expect((await sys(`SELECT sys.create_table('companies', '[{"name": "name", "type": "text", "required": true}]'::jsonb)`, "doc_crm")).status).toBe(200)
     expect((await sys(
       `SELECT sys.create_table('contacts', '[{"name": "email", "type": "email", "unique": true}, {"name": "company", "type": "reference", "references": "companies"},
-        {"name": "stage", "type": "choice", "options": [{"value": "lead", "label": "Lead", "color": null}, {"value": "won", "label": "Won", "color": "green"}]}]'::jsonb)`,
+        {"name": "stage", "type": "choice", "options": [{"value": "lead", "label": "Lead", "color": null}, {"value": "won", "label": "Won", "color": "green"}]},
+        {"name": "priority", "type": "choice", "options": [{"value": 1, "label": 1, "color": 2}, {"value": "2"}]}]'::jsonb)`,
       "doc_crm"
     )).status).toBe(200)
     for (const user of [owner, member]) {
