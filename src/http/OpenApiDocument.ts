@@ -130,7 +130,8 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
     }
   }
   components["headers"] = {
-    RequestId: { description: "The request's id: the caller's `X-Request-Id` when sane, else a fresh UUID.", schema: { type: "string" } }
+    RequestId: { description: "The request's id: the caller's `X-Request-Id` when sane, else a fresh UUID.", schema: { type: "string" } },
+    RetryAfter: { description: "Seconds to wait before trying again.", required: true, schema: { type: "string", pattern: "^[0-9]+$" } }
   }
   for (const [path, operations] of Object.entries(document.paths)) {
     const tenantBound = !PROCESS_PATHS.has(path)
@@ -148,7 +149,10 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
       }
       parameters.push(ref("parameters", "RequestId"))
       for (const response of Object.values(responses)) {
-        response["headers"] = { ...(response["headers"] as Json | undefined), "X-Request-Id": ref("headers", "RequestId") }
+        const headers: Json = { ...(response["headers"] as Json | undefined), "X-Request-Id": ref("headers", "RequestId") }
+        // The header of RateLimited, said in full (the schema only knows it as text).
+        if (headers["retry-after"] !== undefined) headers["retry-after"] = ref("headers", "RetryAfter")
+        response["headers"] = headers
       }
     }
   }

@@ -6,6 +6,8 @@
  * bring about.
  */
 import { Validator } from "@seriousme/openapi-schema-validator"
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { inviteAsDatabaseAdmin, mailedToken, signedIn, type SignIn } from "../support/auth.ts"
@@ -110,8 +112,9 @@ describe("what the main document says in particular", () => {
 
   it("429 has its Retry-After", () => {
     for (const [method, path] of [["post", "/sql"], ["post", "/auth/magic-link"], ["get", "/events"]] as const) {
-      expect(operation(method, path).responses["429"]!.headers).toMatchObject({ "retry-after": { required: true } })
+      expect(operation(method, path).responses["429"]!.headers).toMatchObject({ "retry-after": { $ref: "#/components/headers/RetryAfter" } })
     }
+    expect(main.document.components["headers"]).toMatchObject({ RetryAfter: { required: true, schema: { type: "string", pattern: "^[0-9]+$" } } })
   })
 
   it("X-App-Schema on the endpoints that read it, and only there", () => {
@@ -451,5 +454,15 @@ describe("coverage", () => {
     expect(checker.check("POST", "/sql", { status: 200, headers, body: { rows: [1], rowCount: 1 } })).not.toEqual([])
     expect(checker.check("POST", "/sql", { status: 409, headers, body: { error: "plain" } })).not.toEqual([])
     expect(checker.check("POST", "/sql", { status: 429, headers, body: { error: "slow down" } })).toEqual([expect.stringContaining("retry-after")])
+  })
+
+  it("an event stream documented by its events' schema (Effect's StreamSse) is checked frame by frame, data as JSON", () => {
+    const Data = Schema.Struct({ n: Schema.Int }).annotate({ identifier: "Data" })
+    class Streams extends HttpApiGroup.make("streams").add(HttpApiEndpoint.get("events", "/events", { success: HttpApiSchema.StreamSse({ data: Data }) })) {}
+    const checker = checkerOf(OpenApi.fromApi(HttpApi.make("toy").add(Streams)) as unknown as OpenApiDocument)
+    const headers = new Headers({ "content-type": "text/event-stream" })
+    expect(checker.check("GET", "/events", { status: 200, headers, body: ": connected\n\nevent: tick\ndata: {\"n\":1}\n\n" })).toEqual([])
+    expect(checker.check("GET", "/events", { status: 200, headers, body: "event: tick\ndata: {\"n\":\"one\"}\n\n" })).not.toEqual([])
+    expect(checker.check("GET", "/events", { status: 200, headers, body: "event: tick\ndata: not json\n\n" })).not.toEqual([])
   })
 })

@@ -4,7 +4,8 @@
  * required header missing), `call` fetches and checks in one go, and `seen` collects every
  * `METHOD /path/{template} status` checked, for tests that want each documented status provoked.
  * Schemas are checked with ajv's JSON Schema 2020-12 (OpenAPI 3.1's dialect), `$ref`s to the
- * document's components resolved.
+ * document's components resolved. An event stream documented as a string is checked as one; one
+ * documented by its events' schema (Effect's `StreamSse`) is checked frame by frame.
  */
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
 
@@ -78,17 +79,42 @@ const readText = async (response: Response, controller: AbortController, until: 
 }
 
 const COMPONENTS_ID = "https://plinth.invalid/openapi/components"
+/** The components with JSON text (an SSE event's `data`) as the value it encodes. */
+const DECODED_COMPONENTS_ID = "https://plinth.invalid/openapi/components-decoded"
 
 /** `#/components/schemas/...` pointers made absolute, so that schemas compiled on their own still reach the components. */
-const absoluteRefs = (node: unknown): unknown => {
-  if (Array.isArray(node)) return node.map(absoluteRefs)
+const absoluteRefs = (node: unknown, id = COMPONENTS_ID): unknown => {
+  if (Array.isArray(node)) return node.map((item) => absoluteRefs(item, id))
   if (typeof node !== "object" || node === null) return node
   return Object.fromEntries(Object.entries(node).map(([key, value]) =>
     key === "$ref" && typeof value === "string" && value.startsWith("#/components/schemas/")
-      ? [key, `${COMPONENTS_ID}#/$defs/${value.slice("#/components/schemas/".length)}`]
-      : [key, absoluteRefs(value)]
+      ? [key, `${id}#/$defs/${value.slice("#/components/schemas/".length)}`]
+      : [key, absoluteRefs(value, id)]
   ))
 }
+
+/** A string schema of JSON text (`contentMediaType: application/json` with its `contentSchema`) replaced by the schema of the value. */
+const decodedJson = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(decodedJson)
+  if (typeof node !== "object" || node === null) return node
+  const schema = node as Json
+  if (schema["contentMediaType"] === "application/json" && schema["contentSchema"] !== undefined) return decodedJson(schema["contentSchema"])
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, decodedJson(value)]))
+}
+
+/** The events of an SSE text (comments left out), as an SSE event schema sees them. */
+const sseFrames = (text: string) =>
+  text.split("\n\n").flatMap((frame) => {
+    const fields = frame.split("\n").filter((line) => line !== "" && !line.startsWith(":")).map((line) => {
+      const colon = line.indexOf(":")
+      return colon < 0 ? [line, ""] as const : [line.slice(0, colon), line.slice(colon + 1).replace(/^ /, "")] as const
+    })
+    if (fields.length === 0) return []
+    const event = fields.find(([name]) => name === "event")?.[1]
+    const id = fields.find(([name]) => name === "id")?.[1]
+    const data = fields.filter(([name]) => name === "data").map(([, value]) => value).join("\n")
+    return [{ ...(event === undefined ? {} : { event }), ...(id === undefined ? {} : { id }), data }]
+  })
 
 const templateMatcher = (template: string) => new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+")}$`)
 
@@ -103,12 +129,24 @@ export const openApiChecker = async (serviceUrl: string): Promise<OpenApiChecker
 
 export const checkerOf = (document: OpenApiDocument, serviceUrl = "", seen = new Set<string>()): OpenApiChecker => {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false })
-  ajv.addSchema({ $id: COMPONENTS_ID, $defs: absoluteRefs(document.components["schemas"] ?? {}) })
+  const schemas = document.components["schemas"] ?? {}
+  ajv.addSchema({ $id: COMPONENTS_ID, $defs: absoluteRefs(schemas) })
+  ajv.addSchema({ $id: DECODED_COMPONENTS_ID, $defs: absoluteRefs(decodedJson(schemas), DECODED_COMPONENTS_ID) })
   const compiled = new Map<Json, ValidateFunction>()
-  const validatorOf = (schema: Json) => {
-    let validate = compiled.get(schema)
-    if (validate === undefined) compiled.set(schema, validate = ajv.compile(absoluteRefs(schema) as Json))
+  const compiledDecoded = new Map<Json, ValidateFunction>()
+  const validatorOf = (schema: Json, decoded: boolean) => {
+    const cache = decoded ? compiledDecoded : compiled
+    let validate = cache.get(schema)
+    if (validate === undefined) {
+      const ready = decoded ? absoluteRefs(decodedJson(schema), DECODED_COMPONENTS_ID) : absoluteRefs(schema)
+      cache.set(schema, validate = ajv.compile(ready as Json))
+    }
     return validate
+  }
+  /** A `#/components/<kind>/<name>` reference's target; anything else as it is. */
+  const resolved = (node: Json): Json => {
+    const target = typeof node["$ref"] === "string" ? /^#\/components\/(\w+)\/(\w+)$/.exec(node["$ref"]) : null
+    return target === null ? node : ((document.components[target[1]!] as Record<string, Json> | undefined)?.[target[2]!] ?? node)
   }
   const templates = Object.keys(document.paths).map((template) => ({ template, matches: templateMatcher(template) }))
 
@@ -124,7 +162,7 @@ export const checkerOf = (document: OpenApiDocument, serviceUrl = "", seen = new
     if (documented === undefined) return [`${where}: undocumented status (body ${JSON.stringify(answer.body)})`]
     const problems: Array<string> = []
     for (const [name, header] of Object.entries(documented.headers ?? {})) {
-      if (header["required"] === true && !answer.headers.has(name)) problems.push(`${where}: header ${name} missing`)
+      if (resolved(header)["required"] === true && !answer.headers.has(name)) problems.push(`${where}: header ${name} missing`)
     }
     const type = mediaType(answer.headers.get("content-type"))
     const content = documented.content
@@ -134,9 +172,24 @@ export const checkerOf = (document: OpenApiDocument, serviceUrl = "", seen = new
     }
     const media = content[type]
     if (media === undefined) return [...problems, `${where}: content type ${type} is not one of ${Object.keys(content).join(", ")}`]
-    const validate = validatorOf(media.schema)
-    if (!validate(answer.body)) {
-      problems.push(`${where}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(answer.body).slice(0, 500)}`)
+    const refusal = (value: unknown, decoded: boolean) => {
+      const validator = validatorOf(media.schema, decoded)
+      return validator(value) ? undefined : `${where}: ${ajv.errorsText(validator.errors)} in ${JSON.stringify(value).slice(0, 500)}`
+    }
+    if (type !== "text/event-stream" || media.schema["type"] === "string") {
+      const refused = refusal(answer.body, false)
+      return refused === undefined ? problems : [...problems, refused]
+    }
+    // A schema of one event (Effect's StreamSse): each frame as `{event, id?, data}`, its data as the JSON value its text
+    // encodes (a `contentSchema`), or else as the text itself.
+    for (const event of sseFrames(typeof answer.body === "string" ? answer.body : "")) {
+      let asJson: string | undefined = `${where}: the data of ${JSON.stringify(event)} is not JSON`
+      try {
+        asJson = refusal({ ...event, data: JSON.parse(event.data) as unknown }, true)
+      } catch {
+        // Not JSON: only the text can match.
+      }
+      if (asJson !== undefined && refusal(event, true) !== undefined) problems.push(asJson)
     }
     return problems
   }
