@@ -10,11 +10,12 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { OpenApi } from "effect/http-api"
 import { readFileSync } from "node:fs"
+import { TENANT_NAME } from "../services/TenantName.ts"
 import { statusMessage } from "./Errors.ts"
-import { MAX_BODY_SIZE } from "./HttpServerLive.ts"
+import { MAX_BODY_SIZE, SaneRequestId } from "./HttpServerLive.ts"
 import { PROCESS_PATHS } from "./TenantSelection.ts"
 
-// Parameter objects of OpenAPI 3.1 (Effect's type has no `$ref` form and no description).
+// The document as plain JSON: Effect's OpenAPISpec types know no `$ref` parameters or headers.
 type Json = Record<string, unknown>
 
 const APP_SCHEMA_PARAMETER = {
@@ -118,15 +119,15 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
       in: "header",
       required: false,
       description: "The caller's id for the request (1–64 of `[A-Za-z0-9._-]`); echoed on the response and in the log. Otherwise a fresh UUID.",
-      schema: { type: "string", pattern: "^[A-Za-z0-9._-]{1,64}$" }
+      schema: { type: "string", pattern: SaneRequestId.source }
     },
     Tenant: {
       name: "X-Tenant",
       in: "header",
       required: false,
       description:
-        "Multi-tenant mode only, and there required: the tenant (`^[a-z][a-z0-9_]{0,62}$`). Missing or malformed: 400; unknown: 404; a token of another tenant: 403.",
-      schema: { type: "string", pattern: "^[a-z][a-z0-9_]{0,62}$" }
+        "Multi-tenant mode only, and there required: the tenant's name. Missing or malformed: 400; unknown: 404; a token of another tenant: 403.",
+      schema: { type: "string", pattern: TENANT_NAME.source }
     }
   }
   components["headers"] = {
