@@ -69,6 +69,10 @@ const TENANT_RESPONSES: Record<number, string> = {
   503: "Multi-tenant mode: too many live tenants, or the tenant's database is unavailable."
 }
 
+/** What any request may meet before (or instead of) its route, too common to list on every operation. */
+const BEFORE_ANY_ROUTE = "Any request may also be answered 408 (it took over 10 s to send its headers or 30 s in all), " +
+  "431 (headers over 16 KiB) or 500 (a bug, logged with the request's id), each as `{error: string}`."
+
 const addResponse = (responses: Record<string, Json>, status: number, description: string) => {
   const existing = responses[status]
   if (existing === undefined) responses[status] = plainResponse(description)
@@ -100,7 +104,7 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
   info: DocumentInfo
 ): Json => {
   const document = OpenApi.fromApi(api) as unknown as Json & { paths: Record<string, Record<string, Json>>; components: Json }
-  document["info"] = { title: info.title, version: packageVersion(), description: info.description }
+  document["info"] = { title: info.title, version: packageVersion(), description: `${info.description} ${BEFORE_ANY_ROUTE}` }
   document["servers"] = [{ url: "/", description: "this service" }]
   const components = document.components
   components["schemas"] = {
