@@ -4,13 +4,26 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/ht
 import { Authentication } from "./Authentication.ts"
 import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { SystemApi } from "./SystemApi.ts"
+import { documented } from "./OpenApiDocument.ts"
 import { isShallowJson, ValidationErrors } from "./Validation.ts"
 
 const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
+const ToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, args: Schema.Record(Schema.String, Schema.Unknown) })
+/** Spec §2.8's two content shapes (Conversations.MessageContent). */
+const MessageContent = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }).annotate({ identifier: "TextContent" }),
+  Schema.Struct({
+    type: Schema.Literal("tool_call"),
+    tool_calls: Schema.Array(ToolCall),
+    text: Schema.optionalKey(Schema.String),
+    /** `{result}` or `{error}`, once the tool has run. */
+    tool_result: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+  }).annotate({ identifier: "ToolCallContent" })
+])
 const Message = Schema.Struct({
   id: Schema.String,
   role: Schema.Literals(["user", "assistant"]),
-  content: Schema.Record(Schema.String, Schema.Unknown),
+  content: MessageContent,
   status: Schema.Literals(["pending", "pending_approval", "complete", "rejected", "error"]),
   created_at: Schema.String,
   /** Why the reply ended at this message (the `error` event's text), or null. */
@@ -20,18 +33,23 @@ const id = { id: Schema.String }
 const errors = [BadRequest, Unauthorized, Forbidden, NotFound, Unavailable]
 
 export class ConversationsApi extends HttpApiGroup.make("conversations")
-  .add(HttpApiEndpoint.get("list", "/conversations", { success: Schema.Array(Conversation), error: errors }))
+  .add(HttpApiEndpoint.get("list", "/conversations", { success: Schema.Array(Conversation), error: errors }).annotateMerge(documented({
+    summary: "List the caller's conversations",
+    description: "Newest first."
+  })))
   .add(HttpApiEndpoint.post("create", "/conversations", {
     payload: Schema.Struct({ title: Schema.String.pipe(Schema.check(Schema.isMaxLength(200))) }),
     success: Conversation.pipe(HttpApiSchema.status(201)),
     error: errors
-  }))
+  }).annotateMerge(documented({ summary: "Start a conversation" })))
   .add(HttpApiEndpoint.get("get", "/conversations/:id", {
     params: id,
     success: Schema.Struct({ ...Conversation.fields, messages: Schema.Array(Message) }),
     error: errors
-  }))
-  .add(HttpApiEndpoint.delete("delete", "/conversations/:id", { params: id, success: HttpApiSchema.NoContent, error: errors }))
+  }).annotateMerge(documented({ summary: "A conversation with its messages" })))
+  .add(HttpApiEndpoint.delete("delete", "/conversations/:id", { params: id, success: HttpApiSchema.NoContent, error: errors }).annotateMerge(
+    documented({ summary: "Delete a conversation and its messages" })
+  ))
   .add(HttpApiEndpoint.post("chat", "/conversations/:id/chat", {
     params: id,
     // Not blank: the model would be given a turn with nothing in it.
@@ -39,7 +57,12 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     // text/event-stream (spec §6.2); errors before streaming are JSON.
     success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
     error: errors
-  }))
+  }).annotateMerge(documented({
+    summary: "Send a message; the reply streams as Server-Sent Events",
+    description: "Events `token`, `tool_call`, `status`, `title`, `done` and `error` (docs/api.md, section 6); the model's tools run " +
+      "as the caller, in the app of `X-App-Schema`. 400 while another reply of the conversation runs.",
+    appSchema: true
+  })))
   .add(HttpApiEndpoint.post("executeTool", "/conversations/:id/execute-tool", {
     params: id,
     payload: Schema.Struct({
@@ -54,12 +77,21 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
       already_processed: Schema.optionalKey(Schema.Boolean)
     }),
     error: errors
-  }))
+  }).annotateMerge(documented({
+    summary: "Approve or reject a tool call awaiting approval",
+    description: "For older messages awaiting approval; the tool runs as the caller, in the app of `X-App-Schema`. " +
+      "Asked again: `{status, already_processed: true}`.",
+    appSchema: true
+  })))
   .add(HttpApiEndpoint.post("continue", "/conversations/:id/continue", {
     params: id,
     success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
     error: errors
-  }))
+  }).annotateMerge(documented({
+    summary: "Continue the reply after a tool call, as Server-Sent Events",
+    description: "The events of `chat`. 400 unless the latest message is a completed or failed tool call.",
+    appSchema: true
+  })))
   .middleware(Authentication)
 {}
 

@@ -15,6 +15,7 @@ import { sqlState } from "../services/DatabaseError.ts"
 import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
 import { BadRequest, databaseUnavailable, NotFound, Unauthorized } from "./Errors.ts"
+import { openApiRoute } from "./OpenApiDocument.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
@@ -99,7 +100,14 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
         ))
 }))
 
-export const ChatRoutes = HttpApiBuilder.layer(ChatApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, ConversationHandlers]),
-  Layer.provide([ValidationErrorsLive, AuthenticationLive])
+export const ChatRoutes = Layer.mergeAll(
+  HttpApiBuilder.layer(ChatApi).pipe(
+    Layer.provide([SystemHandlers, ConversationHandlers]),
+    Layer.provide([ValidationErrorsLive, AuthenticationLive])
+  ),
+  openApiRoute(ChatApi, {
+    title: "Plinth chat",
+    description: "Plinth's chat service: conversations with an AI model that builds the app, for owners and admins; replies stream " +
+      "as Server-Sent Events. Errors answer `{error: string}`."
+  })
 )

@@ -5,7 +5,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
-import { BadRequest, Forbidden, TooManyRequests, Unavailable } from "./Errors.ts"
+import { BadRequest, DatabaseErrors, Forbidden, RateLimited, Unavailable } from "./Errors.ts"
+import { documented } from "./OpenApiDocument.ts"
 import { isShallowJson } from "./Validation.ts"
 
 /** Bounds of spec's "every untrusted input has a bound" for the caller's SQL. */
@@ -20,6 +21,7 @@ export const SqlPayload = Schema.Struct({
 })
 
 export const SqlResultBody = Schema.Struct({
+  /** One object per row, keyed by column name. */
   rows: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)),
   rowCount: Schema.Int
 })
@@ -28,14 +30,26 @@ export class DataApi extends HttpApiGroup.make("data")
   .add(HttpApiEndpoint.post("sql", "/sql", {
     payload: SqlPayload,
     success: SqlResultBody,
-    // Database errors answer for themselves (DatabaseFailure): the §7 status and shape 2.
-    error: [BadRequest, Forbidden, TooManyRequests, Unavailable]
-  }))
+    // Database errors answer for themselves (databaseErrorResponse): the §7 status and shape 2.
+    error: [BadRequest, Forbidden, RateLimited, Unavailable, ...DatabaseErrors]
+  }).annotateMerge(documented({
+    summary: "Run one SQL statement as the caller",
+    description: "One SELECT, INSERT, UPDATE or DELETE with positional `params` ($1, $2, …), in a transaction as the caller " +
+      "(the JWT's role and user, the app of `X-App-Schema`, SQL_TIMEOUT). The database's refusal answers in shape 2 " +
+      "with the status of its SQLSTATE; a statement refused before the database (not allowed, too large a result) in shape 1. " +
+      "429: the caller has too many statements running.",
+    appSchema: true
+  })))
   .add(HttpApiEndpoint.post("function", "/function/:name", {
     params: { name: Schema.String },
     payload: Params,
     success: SqlResultBody,
-    error: [BadRequest, Forbidden, TooManyRequests, Unavailable]
-  }))
+    error: [BadRequest, Forbidden, RateLimited, Unavailable, ...DatabaseErrors]
+  }).annotateMerge(documented({
+    summary: "Call a function as the caller",
+    description: "`SELECT * FROM <name>($1, …)` with the body's positional arguments, run as POST /sql runs. `name` is " +
+      "`function` or `schema.function`; 400 for another name, 403 for functions of sys, pg_catalog, information_schema and refused ones.",
+    appSchema: true
+  })))
   .middleware(Authentication)
 {}

@@ -7,6 +7,7 @@
  */
 import { type Cause, Effect, Schema } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
+import { HttpApiSchema } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { type DatabaseErrorFields, databaseErrorFields, scrubQuotedValue, sqlState } from "../services/DatabaseError.ts"
 
@@ -30,20 +31,20 @@ const respondsPlain = <Base extends abstract new(...args: Array<any>) => { reado
   return Plain
 }
 
-/** A `{ error }` error class of `status`, documented with that status in `/openapi.json`. */
-const plainError = <Self>(identifier: string, status: number) =>
-  respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status }) as PlainErrorBase<Self>, status)
+/** A `{ error }` error class of `status`, documented with that status (and what it means) in `/openapi.json`. */
+const plainError = <Self>(identifier: string, status: number, description: string) =>
+  respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status, description }) as PlainErrorBase<Self>, status)
 
 type PlainErrorBase<Self> = Schema.Class<Self, Schema.Struct<typeof PlainFields>, Cause.YieldableError>
 
-export class BadRequest extends plainError<BadRequest>("BadRequest", 400) {}
-export class Unauthorized extends plainError<Unauthorized>("Unauthorized", 401) {}
-export class Forbidden extends plainError<Forbidden>("Forbidden", 403) {}
-export class NotFound extends plainError<NotFound>("NotFound", 404) {}
-export class UnsupportedMediaType extends plainError<UnsupportedMediaType>("UnsupportedMediaType", 415) {}
-export class Conflict extends plainError<Conflict>("Conflict", 409) {}
-export class BadGateway extends plainError<BadGateway>("BadGateway", 502) {}
-export class Unavailable extends plainError<Unavailable>("Unavailable", 503) {}
+export class BadRequest extends plainError<BadRequest>("BadRequest", 400, "Invalid input: `error` says what is wrong.") {}
+export class Unauthorized extends plainError<Unauthorized>("Unauthorized", 401, "Not signed in: no token, or an invalid, expired or spent one.") {}
+export class Forbidden extends plainError<Forbidden>("Forbidden", 403, "The caller may not do this.") {}
+export class NotFound extends plainError<NotFound>("NotFound", 404, "Not found.") {}
+export class UnsupportedMediaType extends plainError<UnsupportedMediaType>("UnsupportedMediaType", 415, "The body is not JSON.") {}
+export class Conflict extends plainError<Conflict>("Conflict", 409, "In conflict with what exists.") {}
+export class BadGateway extends plainError<BadGateway>("BadGateway", 502, "A service Plinth relies on failed.") {}
+export class Unavailable extends plainError<Unavailable>("Unavailable", 503, "The database is unavailable, or the server is shutting down.") {}
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({}, { httpApiStatus: 413 }) {
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(413, statusMessage(413))) }
 }
@@ -56,6 +57,18 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
     return Effect.succeed(plainResponse(429, this.error, { "retry-after": String(this.retryAfterSeconds) }))
   }
 }
+
+/**
+ * TooManyRequests as an endpoint declares it: on the wire a plain `{ error }` body and the wait in
+ * `Retry-After`, as the error's own response has them, so that `/openapi.json` and clients read them.
+ */
+export const RateLimited = TooManyRequests.pipe(HttpApiSchema.encodeToWithHeaders({
+  body: Schema.Struct(PlainFields).annotate({ identifier: "TooManyRequests", httpApiStatus: 429 }),
+  headers: { "retry-after": Schema.NumberFromString.pipe(Schema.check(Schema.isInt())) }
+}, {
+  decode: ({ body, headers }) => new TooManyRequests({ error: body.error, retryAfterSeconds: headers["retry-after"] }),
+  encode: (error) => ({ body: { error: error.error }, headers: { "retry-after": error.retryAfterSeconds } })
+})).annotate({ description: "A rate limit or a concurrency bound: try again after `Retry-After` seconds." })
 
 /**
  * For routes whose database failures are not the caller's SQL: a connection, resource or shutdown
@@ -126,6 +139,14 @@ export const DatabaseErrorBody = Schema.Struct({
   })
 })
 export type DatabaseErrorBody = typeof DatabaseErrorBody.Type
+
+/** Shape 2 as a failure of `/sql` and `/function` (which answer it themselves: databaseErrorResponse). */
+export class DatabaseError extends Schema.Error<DatabaseError>("DatabaseError")(DatabaseErrorBody.fields, {
+  description: "The database refused the statement (shape 2): `code` is its SQLSTATE, which decides the status (docs/api.md, section 8)."
+}) {}
+
+/** The statuses shape 2 can have (statusForSqlState), each declared for `/openapi.json` and clients. */
+export const DatabaseErrors = [400, 403, 409, 503].map((status) => DatabaseError.annotate({ httpApiStatus: status }))
 
 /** Spec §7: the HTTP status of a SQLSTATE. */
 export const statusForSqlState = (code: string): number => {

@@ -5,14 +5,21 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
-import { TooManyRequests, Unauthorized, Unavailable } from "./Errors.ts"
+import { RateLimited, Unauthorized, Unavailable } from "./Errors.ts"
+import { documented } from "./OpenApiDocument.ts"
 
 export class EventsApi extends HttpApiGroup.make("events")
   .add(HttpApiEndpoint.get("events", "/events", {
     // The JWT, for clients that cannot set the Authorization header (EventSource).
     query: { token: Schema.optionalKey(Schema.String) },
     success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
-    error: [Unauthorized, TooManyRequests, Unavailable]
-  }))
+    error: [Unauthorized, RateLimited, Unavailable]
+  }).annotateMerge(documented({
+    summary: "Page changes as Server-Sent Events",
+    description: "Opens with the comment `: connected` (subscribed: nothing after it is missed), then `: heartbeat` every " +
+      "EVENTS_HEARTBEAT, `event: page_change` (data `{schema, slug}`: refetch that page) and `event: resync` (data `{}`: events " +
+      "may have been missed, refetch what is shown). The JWT in `Authorization` or, for EventSource, as `?token=`. " +
+      "429: the user has EVENTS_MAX_STREAMS_PER_USER streams open."
+  })))
   .middleware(Authentication)
 {}

@@ -1,7 +1,6 @@
 /** The main service's routes: the HttpApi handlers, the plain routes and `/openapi.json`. */
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, OpenApi } from "effect/http-api"
+import { Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { AuditHandlers } from "./AuditRoutes.ts"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHandlers, AuthHandlers } from "./AuthRoutes.ts"
@@ -9,6 +8,7 @@ import { DataRoutes } from "./DataRoutes.ts"
 import { EventsRoute } from "./EventsRoutes.ts"
 import { IntrospectionHandlers } from "./IntrospectionRoutes.ts"
 import { MainApi, ServedApi } from "./MainApi.ts"
+import { openApiRoute } from "./OpenApiDocument.ts"
 import { health, ready } from "./SystemRoutes.ts"
 import { UsersHandlers } from "./UsersRoutes.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
@@ -20,11 +20,11 @@ const ApiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
   Layer.provide([ValidationErrorsLive, AuthenticationLive])
 )
 
-// Built on the first request for it, not at every start; held by the route of each service built.
-const OpenApiRoute = Layer.unwrap(Effect.sync(() => {
-  let openApi: HttpServerResponse.HttpServerResponse | undefined
-  return HttpRouter.add("GET", "/openapi.json", Effect.sync(() => (openApi ??= HttpServerResponse.jsonUnsafe(OpenApi.fromApi(MainApi)))))
-}))
+const OpenApiRoute = openApiRoute(MainApi, {
+  title: "Plinth",
+  description: "Plinth's main service: signing in, SQL and function calls as the caller, introspection, and page events. " +
+    "Errors answer `{error: string}`, or, for the database's refusal of the caller's SQL, `{error: {message, code, detail, hint, position}}`."
+})
 
 /** The HttpApi routes, plus GET /events (it streams) and the data plane as plain router routes. */
 export const MainRoutes = Layer.mergeAll(ApiRoutes, OpenApiRoute, EventsRoute, DataRoutes)

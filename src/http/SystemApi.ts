@@ -5,13 +5,14 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Unavailable } from "./Errors.ts"
+import { documented } from "./OpenApiDocument.ts"
 
 export class SystemApi extends HttpApiGroup.make("system")
   .add(HttpApiEndpoint.get("health", "/health", {
     success: Schema.Struct({ status: Schema.Literal("ok") })
-  }))
+  }).annotateMerge(documented({ summary: "Liveness: the process answers" })))
   .add(HttpApiEndpoint.get("ready", "/ready", {
     success: Schema.Struct({ status: Schema.Literal("ready") }),
     error: Unavailable
-  }))
+  }).annotateMerge(documented({ summary: "Readiness: the database answers", description: "503 when the database does not answer within 2 s." })))
 {}

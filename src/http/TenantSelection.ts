@@ -43,7 +43,8 @@ export const holdTenant: Effect.Effect<void, never, TenantSource | Scope.Scope> 
   yield* Effect.orDie(source.tenant.value(name.value))
 })
 
-const PROCESS_PATHS = new Set(["/health", "/ready", "/openapi.json"])
+/** The paths that answer for the process, not a tenant. */
+export const PROCESS_PATHS: ReadonlySet<string> = new Set(["/health", "/ready", "/openapi.json"])
 
 /**
  * Single-tenant mode: the process's tenant services in the server's own context, which every
