@@ -4,6 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { MAX_AUDIT_LIMIT } from "../services/AuditTrail.ts"
 import { Authentication } from "./Authentication.ts"
 import { BadRequest, Forbidden, Unavailable } from "./Errors.ts"
+import { documented } from "./OpenApiDocument.ts"
 
 const AuditEvent = Schema.Struct({
   id: Schema.Number,
@@ -25,6 +26,9 @@ export class AuditApi extends HttpApiGroup.make("audit")
     },
     success: Schema.Struct({ events: Schema.Array(AuditEvent) }),
     error: [BadRequest, Forbidden, Unavailable]
-  }))
+  }).annotateMerge(documented({
+    summary: "Read the audit trail",
+    description: "The newest events first, at or after `since`, at most `limit` (1 to 1000; 100 by default). Owners and admins."
+  })))
   .middleware(Authentication)
 {}

@@ -6,7 +6,7 @@
  */
 import { Context } from "effect"
 
-const ALLOW_METHODS = "GET, POST, DELETE"
+const ALLOW_METHODS = "GET, POST, PATCH, DELETE"
 /** What a browser may send besides the headers it always may. */
 const ALLOW_HEADERS = "Authorization, Content-Type, X-App-Schema, X-Tenant, X-Request-Id"
 const EXPOSE_HEADERS = "X-Request-Id, Retry-After"

@@ -3,7 +3,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { AppRole } from "../services/AccessTokens.ts"
 import { Authentication } from "./Authentication.ts"
-import { BadGateway, BadRequest, Conflict, Forbidden, NotFound } from "./Errors.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unavailable } from "./Errors.ts"
+import { documented } from "./OpenApiDocument.ts"
 
 export const UserAccount = Schema.Struct({
   id: Schema.String,
@@ -29,20 +30,31 @@ const id = { id: Schema.String }
 export class UsersApi extends HttpApiGroup.make("users")
   .add(HttpApiEndpoint.get("list", "/admin/users", {
     success: Schema.Array(UserAccount),
-    error: Forbidden
-  }))
+    error: [Forbidden, Unavailable]
+  }).annotateMerge(documented({
+    summary: "List users",
+    description: "Every user, for owners and admins. 403: the caller is not an owner or admin (or no longer is)."
+  })))
   // Role first, then is_active, in one transaction: both or neither.
   .add(HttpApiEndpoint.patch("update", "/admin/users/:id", {
     params: id,
     payload: UserChange,
     success: UserAccount,
-    error: [BadRequest, Forbidden, NotFound, Conflict]
-  }))
+    error: [BadRequest, Forbidden, NotFound, Conflict, Unavailable]
+  }).annotateMerge(documented({
+    summary: "Change a user's role or deactivate them",
+    description: "Owners manage everyone; admins only staff and members, and make nobody owner or admin. " +
+      "403: not allowed, or the caller's own account; 404: no such user; 409: it would leave no active owner."
+  })))
   // Mails a fresh invitation link to a user who has not signed in yet.
   .add(HttpApiEndpoint.post("resendInvite", "/admin/users/:id/resend-invite", {
     params: id,
     success: Schema.Struct({ ok: Schema.Literal(true) }),
-    error: [Forbidden, NotFound, Conflict, BadGateway]
-  }))
+    error: [Forbidden, NotFound, Conflict, BadGateway, Unavailable]
+  }).annotateMerge(documented({
+    summary: "Mail a fresh invitation link",
+    description: "For a user who has not signed in yet. 409: they have signed in already, or are deactivated; " +
+      "502: the mail was not sent (nothing is lost: send again)."
+  })))
   .middleware(Authentication)
 {}

@@ -127,6 +127,7 @@ describe("preflight", () => {
       [`${stack.main.url}/function/public.anything`, "POST"],
       [`${stack.main.url}/events?token=x`, "GET"],
       [`${stack.main.url}/`, "POST"],
+      [`${stack.main.url}/admin/users/00000000-0000-0000-0000-000000000000`, "PATCH"],
       [`${stack.main.url}/no/such/path`, "GET"],
       [`${stack.chat.url}/conversations`, "GET"],
       [`${stack.chat.url}/conversations/00000000-0000-0000-0000-000000000000/chat`, "POST"],
@@ -136,7 +137,7 @@ describe("preflight", () => {
       const response = await preflight(url, ALLOWED, method)
       expect(response.status, url).toBe(204)
       expect(response.headers.get("access-control-allow-origin")).toBe(ALLOWED)
-      expect(response.headers.get("access-control-allow-methods")).toBe("GET, POST, DELETE")
+      expect(response.headers.get("access-control-allow-methods")).toBe("GET, POST, PATCH, DELETE")
       expect(response.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, X-App-Schema, X-Tenant, X-Request-Id")
       expect(Number(response.headers.get("access-control-max-age"))).toBeGreaterThan(0)
       expect(response.headers.get("vary")).toBe("Origin")

@@ -212,6 +212,43 @@ describe("the main service's answers match its document", () => {
     expect((await invite(owner, { email: "doc-unmailed@plinth.test", role: "member" })).status).toBe(502)
   })
 
+  it("user administration and the audit trail: 200, 400, 401, 403, 404, 409, 413, 415, 502", async () => {
+    expect((await main.call("GET", "/admin/users", { token: adminUser.token })).status).toBe(200)
+    expect((await main.call("GET", "/admin/users", {})).status).toBe(401)
+    expect((await main.call("GET", "/admin/users", { token: member.token })).status).toBe(403)
+    const patch = (user: SignIn | undefined, id: string, body: unknown, headers: Record<string, string> = {}) =>
+      main.call("PATCH", `/admin/users/${id}`, { ...(user === undefined ? {} : { token: user.token }), body, headers })
+    expect((await patch(owner, member.user.id, { role: "staff" })).status).toBe(200)
+    expect((await patch(owner, member.user.id, { role: "member" })).status).toBe(200)
+    expect((await patch(owner, member.user.id, {})).status).toBe(400)
+    expect((await patch(undefined, member.user.id, { is_active: true })).status).toBe(401)
+    expect((await patch(member, owner.user.id, { is_active: false })).status).toBe(403)
+    expect((await patch(owner, UNKNOWN, { is_active: true })).status).toBe(404)
+    // The only owner: demoting them would leave none.
+    expect((await patch(owner, owner.user.id, { role: "admin" })).status).toBe(409)
+    expect((await patch(owner, member.user.id, TOO_LARGE)).status).toBe(413)
+    expect((await patch(owner, member.user.id, "x", { "content-type": "text/plain" })).status).toBe(415)
+
+    expect((await main.call("POST", "/admin/invite", { token: owner.token, body: { email: "doc-resend@plinth.test", role: "staff" } })).status).toBe(200)
+    const [invited] = await query(stack.db.adminUrl, (sql) => sql<{ id: string }>`SELECT id FROM sys.users WHERE email = 'doc-resend@plinth.test'`)
+    const resend = (user: SignIn | undefined, id: string) =>
+      main.call("POST", `/admin/users/${id}/resend-invite`, user === undefined ? {} : { token: user.token })
+    expect((await resend(owner, invited!.id)).status).toBe(200)
+    stack.mail.failNext(1, 400)
+    expect((await resend(owner, invited!.id)).status).toBe(502)
+    expect((await resend(undefined, invited!.id)).status).toBe(401)
+    expect((await resend(member, invited!.id)).status).toBe(403)
+    expect((await resend(owner, UNKNOWN)).status).toBe(404)
+    // Signed in already: they ask for a sign-in link themselves.
+    expect((await resend(owner, member.user.id)).status).toBe(409)
+
+    expect((await main.call("GET", "/admin/audit?limit=5", { token: adminUser.token })).status).toBe(200)
+    expect((await main.call("GET", `/admin/audit?since=${encodeURIComponent(new Date().toISOString())}`, { token: owner.token })).status).toBe(200)
+    expect((await main.call("GET", "/admin/audit?limit=0", { token: owner.token })).status).toBe(400)
+    expect((await main.call("GET", "/admin/audit", {})).status).toBe(401)
+    expect((await main.call("GET", "/admin/audit", { token: member.token })).status).toBe(403)
+  })
+
   it("introspection: 200 with an app, references and choices; 400, 401, 413, 415", async () => {
     const sys = (statement: string, schema?: string) =>
       main.call("POST", "/sql", { token: owner.token, body: { sql: statement }, ...(schema === undefined ? {} : { headers: { "x-app-schema": schema } }) })
@@ -434,7 +471,7 @@ describe("the chat service's answers match its document", () => {
  * `databaseUnavailable`, the tenants' exhaustion) and the 403 of another tenant's token.
  */
 const NOT_PROVOKED = [
-  /^(GET|POST|DELETE) \S+ 503$/,
+  /^(GET|POST|PATCH|DELETE) \S+ 503$/,
   /^POST \/auth\/(set-password|change-email) 403$/,
   /^(POST \/|GET \/events) 403$/
 ]
