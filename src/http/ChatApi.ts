@@ -1,10 +1,10 @@
 /** The chat service's HTTP API (spec §4.8); `/openapi.json` documents it. */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication, ValidationErrors } from "./ApiMiddleware.ts"
 import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
+import { isShallowJson } from "./JsonDepth.ts"
 import { SystemApi } from "./SystemApi.ts"
-import { isShallowJson, ValidationErrors } from "./Validation.ts"
 
 const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
 const Message = Schema.Struct({

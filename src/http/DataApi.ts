@@ -4,9 +4,9 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadRequest, Forbidden, TooManyRequests, Unavailable } from "./Errors.ts"
-import { isShallowJson } from "./Validation.ts"
+import { isShallowJson } from "./JsonDepth.ts"
 
 /** Bounds of spec's "every untrusted input has a bound" for the caller's SQL. */
 export const MAX_SQL_LENGTH = 100_000

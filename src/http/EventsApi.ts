@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { TooManyRequests, Unauthorized, Unavailable } from "./Errors.ts"
 
 export class EventsApi extends HttpApiGroup.make("events")

@@ -1,7 +1,7 @@
 /** POST / (spec §4.3): the schema as the caller sees it (definition only). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadRequest, Unavailable } from "./Errors.ts"
 
 /** Spec §2.5; the inner shapes are documented in README.md ("Introspection"). */

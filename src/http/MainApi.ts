@@ -1,11 +1,11 @@
 /** The main service's HTTP API (spec §4.1). */
 import { HttpApi } from "effect/http-api"
+import { ValidationErrors } from "./ApiMiddleware.ts"
 import { AccountApi, AuthApi } from "./AuthApi.ts"
 import { DataApi } from "./DataApi.ts"
 import { EventsApi } from "./EventsApi.ts"
 import { IntrospectionApi } from "./IntrospectionApi.ts"
 import { SystemApi } from "./SystemApi.ts"
-import { ValidationErrors } from "./Validation.ts"
 
 /** What HttpApi serves: everything but the data plane and the event stream, which plain routes serve (DataRoutes.ts, EventsRoutes.ts). */
 export class ServedApi extends HttpApi.make("plinth").add(SystemApi).add(AuthApi).add(AccountApi).add(IntrospectionApi).middleware(ValidationErrors) {}
