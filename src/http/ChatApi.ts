@@ -2,8 +2,10 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication, ValidationErrors } from "./ApiMiddleware.ts"
+import { CHAT_EVENTS_DESCRIPTION, ChatEvent } from "./ChatEvents.ts"
 import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { isShallowJson } from "./JsonDepth.ts"
+import { describeStream } from "./StreamDescription.ts"
 import { SystemApi } from "./SystemApi.ts"
 
 const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
@@ -37,9 +39,9 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     // Not blank: the model would be given a turn with nothing in it.
     payload: Schema.Struct({ content: Schema.String.pipe(Schema.check(Schema.isPattern(/\S/), Schema.isMaxLength(100_000))) }),
     // text/event-stream (spec §6.2); errors before streaming are JSON.
-    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    success: HttpApiSchema.StreamSse({ events: ChatEvent }),
     error: errors
-  }))
+  }).annotateMerge(describeStream(CHAT_EVENTS_DESCRIPTION)))
   .add(HttpApiEndpoint.post("executeTool", "/conversations/:id/execute-tool", {
     params: id,
     payload: Schema.Struct({
@@ -57,9 +59,9 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
   }))
   .add(HttpApiEndpoint.post("continue", "/conversations/:id/continue", {
     params: id,
-    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    success: HttpApiSchema.StreamSse({ events: ChatEvent }),
     error: errors
-  }))
+  }).annotateMerge(describeStream(CHAT_EVENTS_DESCRIPTION)))
   .middleware(Authentication)
 {}
 

@@ -6,13 +6,15 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication } from "./ApiMiddleware.ts"
 import { TooManyRequests, Unauthorized, Unavailable } from "./Errors.ts"
+import { PAGE_EVENTS_DESCRIPTION, PageEvent } from "./PageEvents.ts"
+import { describeStream } from "./StreamDescription.ts"
 
 export class EventsApi extends HttpApiGroup.make("events")
   .add(HttpApiEndpoint.get("events", "/events", {
     // The JWT, for clients that cannot set the Authorization header (EventSource).
     query: { token: Schema.optionalKey(Schema.String) },
-    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    success: HttpApiSchema.StreamSse({ events: PageEvent }),
     error: [Unauthorized, TooManyRequests, Unavailable]
-  }))
+  }).annotateMerge(describeStream(PAGE_EVENTS_DESCRIPTION)))
   .middleware(Authentication)
 {}
