@@ -4,7 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { AppRole } from "../services/AppRole.ts"
 import { MAX_TOKEN_LENGTH } from "../services/ChallengeToken.ts"
 import { Authentication } from "./ApiMiddleware.ts"
-import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from "./Errors.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 
 /** Bounded like the column that stores it. */
 const Email = Schema.String.pipe(Schema.check(Schema.isMaxLength(320), Schema.isPattern(/^[^@\s]+@[^@\s]+$/)))
@@ -26,18 +26,18 @@ export class AuthApi extends HttpApiGroup.make("auth")
     payload: Schema.Struct({ email: Email, challenge_token: ChallengeToken }),
     success: Schema.Struct({ sent: Schema.Literal(true) }),
     // 429 (with Retry-After) is answered by the error itself, so it is not declared here.
-    error: Forbidden
+    error: [Forbidden, Unavailable]
   }))
   .add(HttpApiEndpoint.post("verifyMagicLink", "/auth/magic-link/verify", {
     payload: Schema.Struct({ token: LinkToken }),
     success: SignIn,
-    error: Unauthorized
+    error: [Unauthorized, Unavailable]
   }))
   // The link mailed by POST /auth/change-email: applies the change; a fresh JWT, since its email claim changed.
   .add(HttpApiEndpoint.post("verifyEmailChange", "/auth/change-email/verify", {
     payload: Schema.Struct({ token: LinkToken }),
     success: SignIn,
-    error: [Unauthorized, Conflict]
+    error: [Unauthorized, Conflict, Unavailable]
   }))
   .add(HttpApiEndpoint.post("login", "/auth/login", {
     payload: Schema.Struct({
@@ -46,7 +46,7 @@ export class AuthApi extends HttpApiGroup.make("auth")
       challenge_token: ChallengeToken
     }),
     success: SignIn,
-    error: [Unauthorized, Forbidden, NotFound]
+    error: [Unauthorized, Forbidden, NotFound, Unavailable]
   }))
 {}
 
@@ -54,19 +54,19 @@ export class AccountApi extends HttpApiGroup.make("account")
   .add(HttpApiEndpoint.post("setPassword", "/auth/set-password", {
     payload: Schema.Struct({ password: Schema.String.pipe(Schema.check(Schema.isBetweenLength(8, 128))) }),
     success: Schema.Struct({ ok: Schema.Literal(true), token: Schema.String }),
-    error: [BadRequest, Conflict]
+    error: [BadRequest, Conflict, Unavailable]
   }))
   // Mails a confirmation link to the new address; the address changes only once it is verified.
   .add(HttpApiEndpoint.post("requestEmailChange", "/auth/change-email", {
     payload: Schema.Struct({ email: Email }),
     success: Schema.Struct({ sent: Schema.Literal(true) }),
     // 429 (with Retry-After) is answered by the error itself, so it is not declared here.
-    error: BadRequest
+    error: [BadRequest, Unavailable]
   }))
   .add(HttpApiEndpoint.post("invite", "/admin/invite", {
     payload: Schema.Struct({ email: Email, role: AppRole }),
     success: Schema.Struct({ ok: Schema.Literal(true) }),
-    error: [BadRequest, Forbidden, Conflict, BadGateway]
+    error: [BadRequest, Forbidden, Conflict, BadGateway, Unavailable]
   }))
   .middleware(Authentication)
 {}

@@ -4,7 +4,7 @@
  * the spec lists is decided here, from the typed failures of the services below.
  */
 import { Effect, Option } from "effect"
-import type { HttpServerRequest } from "effect/http"
+import { type HttpServerRequest, HttpServerRespondable, type HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { emailChangeKeys, loginKeys, magicLinkKeys, type RateLimitKey, RateLimiter } from "../actors/RateLimiter.ts"
 import { AccessTokens } from "../services/AccessTokens.ts"
@@ -80,6 +80,13 @@ const limit = (limiter: RateLimiter["Service"], keys: ReadonlyArray<RateLimitKey
     )
   })
 
+/** A 429 answers for itself (its Retry-After header), as these endpoints do not declare it (AuthApi.ts). */
+const rateLimited = <A, E, R>(
+  effect: Effect.Effect<A, E | TooManyRequests, R>
+): Effect.Effect<A | HttpServerResponse.HttpServerResponse, Exclude<E, TooManyRequests>, R> =>
+  Effect.catch(effect, (error) =>
+    error instanceof TooManyRequests ? HttpServerRespondable.toResponse(error) : Effect.fail(error as Exclude<E, TooManyRequests>))
+
 export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(function*(handlers) {
   const config = yield* PlinthConfig
   const limiter = yield* RateLimiter
@@ -107,7 +114,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
           )
         }
         return { sent: true as const }
-      }).pipe(databaseUnavailable))
+      }).pipe(databaseUnavailable, rateLimited))
     .handle("verifyMagicLink", ({ payload }) =>
       Effect.gen(function*() {
         const user = yield* Identity.verifyMagicLink(payload.token)
@@ -131,7 +138,7 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
         const user = yield* Identity.login(payload.email, payload.password)
         if (Option.isNone(user)) return yield* new Unauthorized({ error: "invalid email or password" })
         return yield* signIn(user.value)
-      }).pipe(databaseUnavailable))
+      }).pipe(databaseUnavailable, rateLimited))
 }))
 
 export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect.fn(function*(handlers) {
@@ -171,7 +178,7 @@ export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect
           )
         }
         return { sent: true as const }
-      }).pipe(databaseUnavailable))
+      }).pipe(databaseUnavailable, rateLimited))
     .handle("invite", ({ payload }) =>
       Effect.gen(function*() {
         const principal = yield* requireRole(["owner", "admin"])

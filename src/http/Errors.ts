@@ -30,21 +30,30 @@ const respondsPlain = <Base extends abstract new(...args: Array<any>) => { reado
   return Plain
 }
 
-/** A `{ error }` error class of `status`, documented with that status in `/openapi.json`. */
-const plainError = <Self>(identifier: string, status: number) =>
-  respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status }) as PlainErrorBase<Self>, status)
+/**
+ * A `{ error }` error class of `status`, documented with that status in `/openapi.json`. Its `_tag`
+ * (the identifier, on the prototype: never in the body) makes it a tagged failure for
+ * `Effect.catchTag`, on the server and in the client.
+ */
+const plainError = <Self, const Tag extends string>(identifier: Tag, status: number) => {
+  abstract class Tagged extends respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status }) as PlainErrorBase<Self>, status) {
+    get _tag(): Tag { return identifier }
+  }
+  return Tagged
+}
 
 type PlainErrorBase<Self> = Schema.Class<Self, Schema.Struct<typeof PlainFields>, Cause.YieldableError>
 
-export class BadRequest extends plainError<BadRequest>("BadRequest", 400) {}
-export class Unauthorized extends plainError<Unauthorized>("Unauthorized", 401) {}
-export class Forbidden extends plainError<Forbidden>("Forbidden", 403) {}
-export class NotFound extends plainError<NotFound>("NotFound", 404) {}
-export class UnsupportedMediaType extends plainError<UnsupportedMediaType>("UnsupportedMediaType", 415) {}
-export class Conflict extends plainError<Conflict>("Conflict", 409) {}
-export class BadGateway extends plainError<BadGateway>("BadGateway", 502) {}
-export class Unavailable extends plainError<Unavailable>("Unavailable", 503) {}
+export class BadRequest extends plainError<BadRequest, "BadRequest">("BadRequest", 400) {}
+export class Unauthorized extends plainError<Unauthorized, "Unauthorized">("Unauthorized", 401) {}
+export class Forbidden extends plainError<Forbidden, "Forbidden">("Forbidden", 403) {}
+export class NotFound extends plainError<NotFound, "NotFound">("NotFound", 404) {}
+export class UnsupportedMediaType extends plainError<UnsupportedMediaType, "UnsupportedMediaType">("UnsupportedMediaType", 415) {}
+export class Conflict extends plainError<Conflict, "Conflict">("Conflict", 409) {}
+export class BadGateway extends plainError<BadGateway, "BadGateway">("BadGateway", 502) {}
+export class Unavailable extends plainError<Unavailable, "Unavailable">("Unavailable", 503) {}
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({}, { httpApiStatus: 413 }) {
+  get _tag() { return "PayloadTooLarge" as const }
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(413, statusMessage(413))) }
 }
 
@@ -52,6 +61,7 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
   error: Schema.String,
   retryAfterSeconds: Schema.Int
 }, { httpApiStatus: 429 }) {
+  get _tag() { return "TooManyRequests" as const }
   [HttpServerRespondable.symbol]() {
     return Effect.succeed(plainResponse(429, this.error, { "retry-after": String(this.retryAfterSeconds) }))
   }
@@ -64,7 +74,7 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
  * a logged 500.
  */
 export const databaseUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchIf(effect, SqlError.isSqlError, (error) => {
+  Effect.catchIf(effect, SqlError.isSqlError, (error): Effect.Effect<never, Unavailable | BadRequest> => {
     const code = sqlState(error) ?? "08000"
     if (statusForSqlState(code) === 503) return Effect.fail(new Unavailable({ error: "database unavailable" }))
     if (code.startsWith("22")) return Effect.fail(new BadRequest({ error: `invalid value: ${databaseErrorFields(error).message}` }))
