@@ -34,8 +34,11 @@ export interface AsyncPlinthClient {
   readonly sql: (sql: string, params?: ReadonlyArray<unknown>) => Promise<SqlResult>
   /** POST /function/:name with positional arguments. */
   readonly call: (name: string, args?: ReadonlyArray<unknown>) => Promise<SqlResult>
-  /** GET /events: `page_change` and `resync` until the loop stops (`break` closes the stream). */
-  readonly events: () => AsyncIterable<PageEvent>
+  /**
+   * GET /events: resolves once the stream is subscribed (no change after that is missed), to the
+   * `page_change` and `resync` events until the loop over them stops (`break` closes the stream).
+   */
+  readonly events: () => Promise<AsyncIterable<PageEvent>>
   /** POST /conversations/:id/chat: the reply's events. */
   readonly chat: (conversationId: string, content: string) => AsyncIterable<ChatEvent>
   /** POST /conversations/:id/continue: the rest of a reply stopped at the step bound. */
@@ -70,7 +73,7 @@ export const createPlinthClient = (options: PlinthClientOptions): AsyncPlinthCli
     login: (email, password) => signedIn(Effect.suspend(() => client.mainApi.auth.login({ payload: { email, password } }))),
     sql: (sql, params) => run((c) => c.mainApi.data.sql({ payload: params === undefined ? { sql } : { sql, params } })),
     call: (name, args = []) => run((c) => c.mainApi.data.function({ params: { name }, payload: args })),
-    events: () => iterate(() => client.events()),
+    events: () => run((c) => c.mainApi.events.events({ query: {} })).then(Stream.toAsyncIterable),
     chat: (conversationId, content) => iterate(() => client.chat(conversationId, content)),
     continue: (conversationId) => iterate(() => client.continue(conversationId)),
     run

@@ -5,7 +5,20 @@
  */
 export { type ChatEvent, ChatEvent as ChatEventSchema, MessageContent, ToolCall } from "../http/ChatEvents.ts"
 export { ChatApi } from "../http/ChatApi.ts"
-export * from "../http/Errors.ts"
+export {
+  BadGateway,
+  BadRequest,
+  Conflict,
+  DatabaseErrorBody,
+  Forbidden,
+  NotFound,
+  PayloadTooLarge,
+  PlainErrorBody,
+  TooManyRequests,
+  Unauthorized,
+  Unavailable,
+  UnsupportedMediaType
+} from "../http/Errors.ts"
 export { MainApi } from "../http/MainApi.ts"
 export { PageChange, type PageEvent, PageEvent as PageEventSchema } from "../http/PageEvents.ts"
 export * from "./PlinthClient.ts"

@@ -35,14 +35,19 @@ const respondsPlain = <Base extends abstract new(...args: Array<any>) => { reado
  * (the identifier, on the prototype: never in the body) makes it a tagged failure for
  * `Effect.catchTag`, on the server and in the client.
  */
-const plainError = <Self, const Tag extends string>(identifier: Tag, status: number) => {
+const plainError = <Self, const Tag extends string>(identifier: Tag, status: number): PlainError<Self, Tag> => {
   abstract class Tagged extends respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status }) as PlainErrorBase<Self>, status) {
     get _tag(): Tag { return identifier }
   }
-  return Tagged
+  // Abstract only because a mixin over an abstract base must be; every error class extending it is concrete.
+  return Tagged as unknown as PlainError<Self, Tag>
 }
 
 type PlainErrorBase<Self> = Schema.Class<Self, Schema.Struct<typeof PlainFields>, Cause.YieldableError>
+/** Spelled out for the package's declarations (`plinth/client`), which cannot name the mixin's inferred type. */
+type PlainError<Self, Tag extends string> =
+  & PlainErrorBase<Self>
+  & (abstract new(...args: Array<any>) => HttpServerRespondable.Respondable & { readonly _tag: Tag })
 
 export class BadRequest extends plainError<BadRequest, "BadRequest">("BadRequest", 400) {}
 export class Unauthorized extends plainError<Unauthorized, "Unauthorized">("Unauthorized", 401) {}
