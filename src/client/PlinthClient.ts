@@ -22,16 +22,22 @@ export interface PlinthClientOptions {
   readonly tenant?: string | undefined
 }
 
-/** Every request of a client carries its caller: the JWT, the app and the tenant. */
+/**
+ * Every request of a client carries its caller: the JWT, the app and the tenant; and no tracing
+ * headers (`traceparent`, `b3`), which a browser's preflight would refuse since CORS does not list them.
+ */
 export const withCaller = (options: Pick<PlinthClientOptions, "token" | "appSchema" | "tenant">) =>
 (client: HttpClient.HttpClient): HttpClient.HttpClient =>
-  HttpClient.mapRequest(client, (request) => {
+  HttpClient.mapRequest(withoutTracingHeaders(client), (request) => {
     let next = request
     if (options.token !== undefined) next = HttpClientRequest.bearerToken(next, options.token)
     if (options.appSchema !== undefined) next = HttpClientRequest.setHeader(next, "x-app-schema", options.appSchema)
     if (options.tenant !== undefined) next = HttpClientRequest.setHeader(next, "x-tenant", options.tenant)
     return next
   })
+
+const withoutTracingHeaders = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+  HttpClient.transform(client, (response) => Effect.provideService(response, HttpClient.TracerPropagationEnabled, false))
 
 const makeClients = (options: PlinthClientOptions) =>
   Effect.all({
