@@ -2,10 +2,10 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication, ValidationErrors } from "./ApiMiddleware.ts"
-import { CHAT_EVENTS_DESCRIPTION, ChatEvent } from "./ChatEvents.ts"
+import { ChatEvent } from "./ChatEvents.ts"
 import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { isShallowJson } from "./JsonDepth.ts"
-import { describeStream } from "./StreamDescription.ts"
+import { describeEventStreams } from "./StreamDescription.ts"
 import { SystemApi } from "./SystemApi.ts"
 
 const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
@@ -41,7 +41,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     // text/event-stream (spec §6.2); errors before streaming are JSON.
     success: HttpApiSchema.StreamSse({ events: ChatEvent }),
     error: errors
-  }).annotateMerge(describeStream(CHAT_EVENTS_DESCRIPTION)))
+  }))
   .add(HttpApiEndpoint.post("executeTool", "/conversations/:id/execute-tool", {
     params: id,
     payload: Schema.Struct({
@@ -61,8 +61,10 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     params: id,
     success: HttpApiSchema.StreamSse({ events: ChatEvent }),
     error: errors
-  }).annotateMerge(describeStream(CHAT_EVENTS_DESCRIPTION)))
+  }))
   .middleware(Authentication)
 {}
 
-export class ChatApi extends HttpApi.make("plinth-chat").add(SystemApi).add(ConversationsApi).middleware(ValidationErrors) {}
+export class ChatApi extends HttpApi.make("plinth-chat").add(SystemApi).add(ConversationsApi).middleware(ValidationErrors)
+  .annotateMerge(describeEventStreams)
+{}

@@ -6,8 +6,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication } from "./ApiMiddleware.ts"
 import { TooManyRequests, Unauthorized, Unavailable } from "./Errors.ts"
-import { PAGE_EVENTS_DESCRIPTION, PageEvent } from "./PageEvents.ts"
-import { describeStream } from "./StreamDescription.ts"
+import { PageEvent } from "./PageEvents.ts"
 
 export class EventsApi extends HttpApiGroup.make("events")
   .add(HttpApiEndpoint.get("events", "/events", {
@@ -15,6 +14,6 @@ export class EventsApi extends HttpApiGroup.make("events")
     query: { token: Schema.optionalKey(Schema.String) },
     success: HttpApiSchema.StreamSse({ events: PageEvent }),
     error: [Unauthorized, TooManyRequests, Unavailable]
-  }).annotateMerge(describeStream(PAGE_EVENTS_DESCRIPTION)))
+  }))
   .middleware(Authentication)
 {}
