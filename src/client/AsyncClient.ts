@@ -5,6 +5,7 @@
  */
 import { Cause, Effect, Exit, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
+import type { SignedInUser } from "../http/AuthApi.ts"
 import type { ChatEvent } from "../http/ChatEvents.ts"
 import type { PageEvent } from "../http/PageEvents.ts"
 import { make, type PlinthClient, type PlinthClientOptions } from "./PlinthClient.ts"
@@ -17,7 +18,7 @@ export interface SqlResult {
 export interface SignedIn {
   /** The JWT; the client sends it from now on. */
   readonly token: string
-  readonly user: { readonly id: string; readonly email: string; readonly display_name: string; readonly role: string; readonly needs_password: boolean }
+  readonly user: typeof SignedInUser.Type
 }
 
 export interface AsyncPlinthClient {
