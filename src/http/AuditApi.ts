@@ -2,9 +2,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { MAX_AUDIT_LIMIT } from "../services/AuditTrail.ts"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadRequest, Forbidden, Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { documented } from "./OperationDocs.ts"
 
 const AuditEvent = Schema.Struct({
   id: Schema.Number,

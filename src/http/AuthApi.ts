@@ -1,11 +1,11 @@
 /** The authentication endpoints of spec §4.2 and the email change: definitions only (handlers in AuthRoutes.ts). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { AppRole } from "../services/AccessTokens.ts"
-import { MAX_TOKEN_LENGTH } from "../services/Challenge.ts"
-import { Authentication } from "./Authentication.ts"
+import { AppRole } from "../services/AppRole.ts"
+import { MAX_TOKEN_LENGTH } from "../services/ChallengeToken.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, RateLimited, Unauthorized, Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { documented } from "./OperationDocs.ts"
 
 /** Bounded like the column that stores it. */
 const Email = Schema.String.pipe(Schema.check(Schema.isMaxLength(320), Schema.isPattern(/^[^@\s]+@[^@\s]+$/)))

@@ -2,18 +2,13 @@
  * `Authorization: Bearer <jwt>` → the caller (`CurrentPrincipal`), or 401. Roles narrower than
  * "any signed-in user" are checked by the routes that need them, and again by the database.
  */
-import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { AccessTokens, type AppRole, type Principal } from "../services/AccessTokens.ts"
+import { Authentication, CurrentPrincipal } from "./ApiMiddleware.ts"
 import { Forbidden, Unauthorized } from "./Errors.ts"
 import { CurrentTenant } from "./TenantSelection.ts"
 
-export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("plinth/CurrentPrincipal") {}
-
-export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentPrincipal }>()(
-  "plinth/Authentication",
-  { security: { bearer: HttpApiSecurity.bearer }, error: [Unauthorized, Forbidden] }
-) {}
+export { Authentication, CurrentPrincipal } from "./ApiMiddleware.ts"
 
 export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(function*() {
   const tokens = yield* AccessTokens

@@ -1,25 +1,15 @@
 /** The chat service's HTTP API (spec §4.8); `/openapi.json` documents it. */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication, ValidationErrors } from "./ApiMiddleware.ts"
+import { ChatEvent, MessageContent } from "./ChatEvents.ts"
 import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
+import { isShallowJson } from "./JsonDepth.ts"
+import { documented } from "./OperationDocs.ts"
+import { describeEventStreams } from "./StreamDescription.ts"
 import { SystemApi } from "./SystemApi.ts"
-import { documented } from "./OpenApiDocument.ts"
-import { isShallowJson, ValidationErrors } from "./Validation.ts"
 
 const Conversation = Schema.Struct({ id: Schema.String, title: Schema.String, created_at: Schema.String, updated_at: Schema.String })
-const ToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, args: Schema.Record(Schema.String, Schema.Unknown) })
-/** Spec §2.8's two content shapes (Conversations.MessageContent). */
-const MessageContent = Schema.Union([
-  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }).annotate({ identifier: "TextContent" }),
-  Schema.Struct({
-    type: Schema.Literal("tool_call"),
-    tool_calls: Schema.Array(ToolCall),
-    text: Schema.optionalKey(Schema.String),
-    /** `{result}` or `{error}`, once the tool has run. */
-    tool_result: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
-  }).annotate({ identifier: "ToolCallContent" })
-])
 const Message = Schema.Struct({
   id: Schema.String,
   role: Schema.Literals(["user", "assistant"]),
@@ -55,7 +45,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     // Not blank: the model would be given a turn with nothing in it.
     payload: Schema.Struct({ content: Schema.String.pipe(Schema.check(Schema.isPattern(/\S/), Schema.isMaxLength(100_000))) }),
     // text/event-stream (spec §6.2); errors before streaming are JSON.
-    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    success: HttpApiSchema.StreamSse({ events: ChatEvent }),
     error: errors
   }).annotateMerge(documented({
     summary: "Send a message; the reply streams as Server-Sent Events",
@@ -85,7 +75,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
   })))
   .add(HttpApiEndpoint.post("continue", "/conversations/:id/continue", {
     params: id,
-    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    success: HttpApiSchema.StreamSse({ events: ChatEvent }),
     error: errors
   }).annotateMerge(documented({
     summary: "Continue the reply after a tool call, as Server-Sent Events",
@@ -95,4 +85,6 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
   .middleware(Authentication)
 {}
 
-export class ChatApi extends HttpApi.make("plinth-chat").add(SystemApi).add(ConversationsApi).middleware(ValidationErrors) {}
+export class ChatApi extends HttpApi.make("plinth-chat").add(SystemApi).add(ConversationsApi).middleware(ValidationErrors)
+  .annotateMerge(describeEventStreams)
+{}

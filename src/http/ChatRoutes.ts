@@ -9,11 +9,11 @@ import { Sse } from "effect/encoding"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { ConversationActors } from "../actors/ConversationActor.ts"
-import type { ChatEvent } from "../services/ChatTurn.ts"
 import * as Conversations from "../services/Conversations.ts"
 import { sqlState } from "../services/DatabaseError.ts"
 import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
+import type { ChatEvent } from "./ChatEvents.ts"
 import { BadRequest, databaseUnavailable, NotFound, Unauthorized } from "./Errors.ts"
 import { openApiRoute } from "./OpenApiDocument.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
@@ -25,6 +25,7 @@ const SystemHandlers = HttpApiBuilder.group(ChatApi, "system", (handlers) => han
 /** Spec §4.8: owners and admins only. */
 const manager = requireRole(["owner", "admin"])
 
+/** Typed by the events' schema (ChatEvents.ts), so what the reply emits is what /openapi.json and the client describe. */
 const frame = (event: ChatEvent) =>
   Sse.encoder.write({ _tag: "Event", event: event.event, id: undefined, data: JSON.stringify(event.data) })
 

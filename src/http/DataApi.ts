@@ -4,10 +4,10 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadRequest, DatabaseErrors, Forbidden, RateLimited, Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
-import { isShallowJson } from "./Validation.ts"
+import { isShallowJson } from "./JsonDepth.ts"
+import { documented } from "./OperationDocs.ts"
 
 /** Bounds of spec's "every untrusted input has a bound" for the caller's SQL. */
 export const MAX_SQL_LENGTH = 100_000

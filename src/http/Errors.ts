@@ -31,21 +31,35 @@ const respondsPlain = <Base extends abstract new(...args: Array<any>) => { reado
   return Plain
 }
 
-/** A `{ error }` error class of `status`, documented with that status (and what it means) in `/openapi.json`. */
-const plainError = <Self>(identifier: string, status: number, description: string) =>
-  respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status, description }) as PlainErrorBase<Self>, status)
+/**
+ * A `{ error }` error class of `status`, documented with that status (and what it means) in
+ * `/openapi.json`. Its `_tag` (the identifier, on the prototype: never in the body) makes it a
+ * tagged failure for `Effect.catchTag`, on the server and in the client.
+ */
+const plainError = <Self, const Tag extends string>(identifier: Tag, status: number, description: string): PlainError<Self, Tag> => {
+  abstract class Tagged extends respondsPlain(Schema.Error<Self>(identifier)(PlainFields, { httpApiStatus: status, description }) as PlainErrorBase<Self>, status) {
+    get _tag(): Tag { return identifier }
+  }
+  // Abstract only because a mixin over an abstract base must be; every error class extending it is concrete.
+  return Tagged as unknown as PlainError<Self, Tag>
+}
 
 type PlainErrorBase<Self> = Schema.Class<Self, Schema.Struct<typeof PlainFields>, Cause.YieldableError>
+/** Spelled out for the package's declarations (`plinth/client`), which cannot name the mixin's inferred type. */
+type PlainError<Self, Tag extends string> =
+  & PlainErrorBase<Self>
+  & (abstract new(...args: Array<any>) => HttpServerRespondable.Respondable & { readonly _tag: Tag })
 
-export class BadRequest extends plainError<BadRequest>("BadRequest", 400, "Invalid input: `error` says what is wrong.") {}
-export class Unauthorized extends plainError<Unauthorized>("Unauthorized", 401, "Not signed in: no token, or an invalid, expired or spent one.") {}
-export class Forbidden extends plainError<Forbidden>("Forbidden", 403, "The caller may not do this.") {}
-export class NotFound extends plainError<NotFound>("NotFound", 404, "Not found.") {}
-export class UnsupportedMediaType extends plainError<UnsupportedMediaType>("UnsupportedMediaType", 415, "The body is not JSON.") {}
-export class Conflict extends plainError<Conflict>("Conflict", 409, "In conflict with what exists.") {}
-export class BadGateway extends plainError<BadGateway>("BadGateway", 502, "A service Plinth relies on failed.") {}
-export class Unavailable extends plainError<Unavailable>("Unavailable", 503, "The database is unavailable, or the server is shutting down.") {}
+export class BadRequest extends plainError<BadRequest, "BadRequest">("BadRequest", 400, "Invalid input: `error` says what is wrong.") {}
+export class Unauthorized extends plainError<Unauthorized, "Unauthorized">("Unauthorized", 401, "Not signed in: no token, or an invalid, expired or spent one.") {}
+export class Forbidden extends plainError<Forbidden, "Forbidden">("Forbidden", 403, "The caller may not do this.") {}
+export class NotFound extends plainError<NotFound, "NotFound">("NotFound", 404, "Not found.") {}
+export class UnsupportedMediaType extends plainError<UnsupportedMediaType, "UnsupportedMediaType">("UnsupportedMediaType", 415, "The body is not JSON.") {}
+export class Conflict extends plainError<Conflict, "Conflict">("Conflict", 409, "In conflict with what exists.") {}
+export class BadGateway extends plainError<BadGateway, "BadGateway">("BadGateway", 502, "A service Plinth relies on failed.") {}
+export class Unavailable extends plainError<Unavailable, "Unavailable">("Unavailable", 503, "The database is unavailable, or the server is shutting down.") {}
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")({}, { httpApiStatus: 413 }) {
+  get _tag() { return "PayloadTooLarge" as const }
   [HttpServerRespondable.symbol]() { return Effect.succeed(plainResponse(413, statusMessage(413))) }
 }
 
@@ -53,6 +67,7 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
   error: Schema.String,
   retryAfterSeconds: Schema.Int
 }, { httpApiStatus: 429 }) {
+  get _tag() { return "TooManyRequests" as const }
   [HttpServerRespondable.symbol]() {
     return Effect.succeed(plainResponse(429, this.error, { "retry-after": String(this.retryAfterSeconds) }))
   }
@@ -77,7 +92,7 @@ export const RateLimited = TooManyRequests.pipe(HttpApiSchema.encodeToWithHeader
  * a logged 500.
  */
 export const databaseUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchIf(effect, SqlError.isSqlError, (error) => {
+  Effect.catchIf(effect, SqlError.isSqlError, (error): Effect.Effect<never, Unavailable | BadRequest> => {
     const code = sqlState(error) ?? "08000"
     if (statusForSqlState(code) === 503) return Effect.fail(new Unavailable({ error: "database unavailable" }))
     if (code.startsWith("22")) return Effect.fail(new BadRequest({ error: `invalid value: ${databaseErrorFields(error).message}` }))
@@ -143,7 +158,9 @@ export type DatabaseErrorBody = typeof DatabaseErrorBody.Type
 /** Shape 2 as a failure of `/sql` and `/function` (which answer it themselves: databaseErrorResponse). */
 export class DatabaseError extends Schema.Error<DatabaseError>("DatabaseError")(DatabaseErrorBody.fields, {
   description: "The database refused the statement (shape 2): `code` is its SQLSTATE, which decides the status (docs/api.md, section 8)."
-}) {}
+}) {
+  get _tag() { return "DatabaseError" as const }
+}
 
 /** The statuses shape 2 can have (statusForSqlState), each declared for `/openapi.json` and clients. */
 export const DatabaseErrors = [400, 403, 409, 503].map((status) => DatabaseError.annotate({ httpApiStatus: status }))

@@ -4,15 +4,16 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { RateLimited, Unauthorized, Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { documented } from "./OperationDocs.ts"
+import { PageEvent } from "./PageEvents.ts"
 
 export class EventsApi extends HttpApiGroup.make("events")
   .add(HttpApiEndpoint.get("events", "/events", {
     // The JWT, for clients that cannot set the Authorization header (EventSource).
     query: { token: Schema.optionalKey(Schema.String) },
-    success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+    success: HttpApiSchema.StreamSse({ events: PageEvent }),
     error: [Unauthorized, RateLimited, Unavailable]
   }).annotateMerge(documented({
     summary: "Page changes as Server-Sent Events",

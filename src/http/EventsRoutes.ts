@@ -14,6 +14,7 @@ import { authenticate, bearerCredential } from "./Authentication.ts"
 import { Cors } from "./Cors.ts"
 import { TooManyRequests, Unavailable } from "./Errors.ts"
 import { SaneRequestId } from "./HttpServerLive.ts"
+import type { PageEvent as PageEventFrame } from "./PageEvents.ts"
 import { TakenConnections } from "./TakenConnections.ts"
 import { holdTenant } from "./TenantSelection.ts"
 
@@ -33,13 +34,15 @@ const frame = (event: PageEvent): Uint8Array => {
   const known = frames.get(event)
   if (known !== undefined) return known
   const made = encoder.encode(
-    event._tag === "PageChange"
-      ? Sse.encoder.write({ _tag: "Event", event: "page_change", id: undefined, data: JSON.stringify({ schema: event.schema, slug: event.slug }) })
-      : Sse.encoder.write({ _tag: "Event", event: "resync", id: undefined, data: "{}" })
+    sseFrame(event._tag === "PageChange" ? { event: "page_change", data: { schema: event.schema, slug: event.slug } } : { event: "resync", data: {} })
   )
   frames.set(event, made)
   return made
 }
+
+/** Typed by the events' schema (PageEvents.ts), so what is sent is what /openapi.json and the client describe. */
+const sseFrame = (event: PageEventFrame): string =>
+  Sse.encoder.write({ _tag: "Event", event: event.event, id: undefined, data: JSON.stringify(event.data) })
 
 /**
  * The response's head and its first bytes. The body ends when the connection closes (no length,

@@ -1,9 +1,9 @@
 /** POST / (spec §2.5, §4.3): the schema as the caller sees it (definition only). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { Authentication } from "./Authentication.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadRequest, Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { documented } from "./OperationDocs.ts"
 
 // The shapes sys.introspect() and sys.table_stats() build (sql/sys/07_introspection.sql).
 

@@ -18,27 +18,6 @@ import { PROCESS_PATHS } from "./TenantSelection.ts"
 // The document as plain JSON: Effect's OpenAPISpec types know no `$ref` parameters or headers.
 type Json = Record<string, unknown>
 
-const APP_SCHEMA_PARAMETER = {
-  name: "X-App-Schema",
-  in: "header",
-  required: false,
-  description: "The app the request works in (its schema name). Absent or `public`: the public schema; malformed or not an app: 400.",
-  schema: { type: "string", maxLength: 63 }
-}
-
-/**
- * An endpoint's summary and description in `/openapi.json`; `appSchema` when it reads `X-App-Schema`.
- * For `.annotateMerge(...)` on an endpoint definition.
- */
-export const documented = (options: { readonly summary: string; readonly description?: string; readonly appSchema?: boolean }) =>
-  OpenApi.annotations({
-    summary: options.summary,
-    ...(options.description === undefined ? {} : { description: options.description }),
-    ...(options.appSchema === true
-      ? { transform: (operation) => ({ ...operation, parameters: [...(operation["parameters"] ?? []), APP_SCHEMA_PARAMETER] }) }
-      : {})
-  })
-
 /** Plinth's version: that of the package.json the running code belongs to (in `src/` or in `dist/src/`). */
 const packageVersion = (): string => {
   for (let dir = new URL(".", import.meta.url); ; dir = new URL("..", dir)) {

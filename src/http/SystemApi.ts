@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { documented } from "./OperationDocs.ts"
 
 export class SystemApi extends HttpApiGroup.make("system")
   .add(HttpApiEndpoint.get("health", "/health", {

@@ -1,10 +1,10 @@
 /** User administration (issue #24) for owners and admins: definitions only (handlers in UsersRoutes.ts). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { AppRole } from "../services/AccessTokens.ts"
-import { Authentication } from "./Authentication.ts"
+import { AppRole } from "../services/AppRole.ts"
+import { Authentication } from "./ApiMiddleware.ts"
 import { BadGateway, BadRequest, Conflict, Forbidden, NotFound, Unavailable } from "./Errors.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { documented } from "./OperationDocs.ts"
 
 export const UserAccount = Schema.Struct({
   id: Schema.String,

@@ -25,7 +25,10 @@ export const UsersHandlers = HttpApiBuilder.group(ServedApi, "users", Effect.fn(
 
   return handlers
     .handle("list", () =>
-      Effect.flatMap(requireRole(managers), (principal) => answered(UserAdmin.listUsers(principal))).pipe(databaseUnavailable))
+      Effect.flatMap(requireRole(managers), (principal) => UserAdmin.listUsers(principal)).pipe(
+        Effect.catchTag("UserChangeRefused", (error) => Effect.fail(new Forbidden({ error: error.message }))),
+        databaseUnavailable
+      ))
     .handle("update", ({ params, payload }) =>
       Effect.flatMap(requireRole(managers), (principal) => answered(UserAdmin.updateUser(principal, params.id, payload))).pipe(databaseUnavailable))
     .handle("resendInvite", ({ params }) =>

@@ -8,7 +8,11 @@ import { type HttpServerError, type HttpServerRequest, HttpServerResponse } from
 import { HttpApiMiddleware } from "effect/http-api"
 import { IncomingMessage } from "node:http"
 import { BadRequest, PayloadTooLarge, UNSUPPORTED_MEDIA_TYPE, UnsupportedMediaType } from "./Errors.ts"
+import { ValidationErrors } from "./ApiMiddleware.ts"
 import { MAX_BODY_SIZE } from "./HttpServerLive.ts"
+
+export { ValidationErrors } from "./ApiMiddleware.ts"
+export { isShallowJson, MAX_JSON_DEPTH } from "./JsonDepth.ts"
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -18,11 +22,6 @@ export const issuesLine = (error: Schema.SchemaError): string =>
     .map((issue) => `${(issue.path ?? []).join(".") || "body"}: ${issue.message}`)
     .join("; ")
 
-// A class, not a plain struct: a struct would match (and answer as 400) any undeclared error
-// that happens to have an `error` string.
-export class ValidationErrors extends HttpApiMiddleware.Service<ValidationErrors>()("plinth/ValidationErrors", {
-  error: BadRequest
-}) {}
 
 const kindLabel = { Params: "path", Headers: "headers", Query: "query", Payload: "body", Body: "body", ResponseHeaders: "headers" } as const
 
@@ -105,22 +104,3 @@ const bodyText = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<s
     return Effect.sync(stop)
   })
 }
-
-/** How deep request JSON may nest: deeper values are not data anyone means to send. */
-export const MAX_JSON_DEPTH = 64
-
-const depthWithin = (value: unknown, limit: number): boolean => {
-  const stack: Array<readonly [unknown, number]> = [[value, 1]]
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!
-    if (typeof current !== "object" || current === null) continue
-    if (depth > limit) return false
-    for (const child of Array.isArray(current) ? current : Object.values(current)) stack.push([child, depth + 1])
-  }
-  return true
-}
-
-/** A schema check: the value nests at most MAX_JSON_DEPTH levels. */
-export const isShallowJson = Schema.makeFilter((value: unknown) =>
-  depthWithin(value, MAX_JSON_DEPTH) || `nested deeper than ${MAX_JSON_DEPTH} levels`
-)

@@ -7,10 +7,10 @@
  */
 import { Context, Duration, Effect, Redacted, Schema } from "effect"
 import { errors, jwtVerify, SignJWT } from "jose"
+import { AppRole } from "./AppRole.ts"
 import { UUID } from "./Uuid.ts"
 
-export const AppRole = Schema.Literals(["owner", "admin", "staff", "member"])
-export type AppRole = typeof AppRole.Type
+export { AppRole } from "./AppRole.ts"
 
 const Uuid = Schema.String.pipe(Schema.check(Schema.isPattern(UUID)))
 

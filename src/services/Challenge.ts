@@ -11,6 +11,9 @@ import { Cause, Clock, Context, Effect, Redacted, Schema } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
+import { MAX_TOKEN_LENGTH } from "./ChallengeToken.ts"
+
+export { MAX_TOKEN_LENGTH } from "./ChallengeToken.ts"
 
 export class ChallengeFailed extends Schema.TaggedError<ChallengeFailed>()("ChallengeFailed", {
   reason: Schema.String
@@ -28,8 +31,6 @@ export class Challenge extends Context.Service<Challenge, {
     Challenge.of({ verify: makeVerify({ ...options, client: options.client.pipe(HttpClient.filterStatusOk) }) })
 }
 
-/** Turnstile's own limit; anything longer is not a token and is not worth a network call. */
-export const MAX_TOKEN_LENGTH = 2048
 const VERIFY_TIMEOUT = "5 seconds"
 /** Turnstile tokens live 300 s, so a token cannot come back usefully after this. */
 const REPLAY_TTL_MILLIS = 5 * 60 * 1000

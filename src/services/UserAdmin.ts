@@ -59,7 +59,9 @@ const refusal = (error: SqlError.SqlError): UserAdminError | SqlError.SqlError =
 }
 
 export const listUsers = Effect.fn("UserAdmin.listUsers")(function*(caller: Principal) {
-  const result = yield* executePipelined(identityOf(caller), "SELECT * FROM sys.list_users()").pipe(Effect.mapError(refusal))
+  // Listing changes nothing, so the caller's right is the only refusal it can meet.
+  const result = yield* executePipelined(identityOf(caller), "SELECT * FROM sys.list_users()").pipe(Effect.mapError((error) =>
+    sqlState(error) === "42501" ? new UserChangeRefused({ message: databaseErrorFields(error).message }) : error))
   return result.rows as ReadonlyArray<unknown> as ReadonlyArray<UserAccount>
 })
 

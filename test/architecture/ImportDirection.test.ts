@@ -3,7 +3,8 @@
  * Architecture). Read from the import lines of every file under src/: a file may import its own
  * folder or one further down, never one above. `src/client`, where it exists, stands beside the
  * list: it may use the API definitions of src/http and the types of src/services, and nothing in
- * src imports it.
+ * src imports it. What it loads, followed through src, is only `effect`: no `node:` module, driver,
+ * JWT library or server service, so it runs in a browser (test/client/Package.test.ts bundles it).
  */
 import { readdirSync, readFileSync } from "node:fs"
 import path from "node:path"
@@ -39,6 +40,29 @@ const upwardImports = (files: ReadonlyArray<{ readonly file: string; readonly so
     })
   })
 
+/** The specifiers a file loads when it runs: `import type` and `export type` lines are erased. */
+const runtimeImportsOf = (source: string): ReadonlyArray<string> => [
+  ...source.matchAll(/^\s*(?:import|export)\b(?!\s+type\b)[^;=()"'`]*?\bfrom\s*["']([^"']+)["']/gm),
+  ...source.matchAll(/^\s*import\s*["']([^"']+)["']/gm),
+  ...source.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)
+].map((match) => match[1]!)
+
+/** Every package `entries` load, following relative imports through src: `file → package` for each. */
+const packagesLoadedBy = (entries: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const seen = new Set<string>()
+  const packages: Array<string> = []
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    for (const specifier of runtimeImportsOf(readFileSync(file, "utf8"))) {
+      if (specifier.startsWith(".")) visit(path.resolve(path.dirname(file), specifier))
+      else packages.push(`${path.relative(SRC, file)} → ${specifier}`)
+    }
+  }
+  entries.forEach(visit)
+  return packages
+}
+
 const sourceFiles = (dir: string): ReadonlyArray<string> =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name)
@@ -51,6 +75,19 @@ describe("import direction", () => {
     expect(files.length).toBeGreaterThan(50)
     expect(files.map((file) => folderOf(file.file)).filter((folder) => folder !== "client" && !LAYERS.includes(folder as never))).toEqual([])
     expect(upwardImports(files)).toEqual([])
+  })
+
+  it("the client loads nothing but effect, however far its imports lead", () => {
+    const client = sourceFiles(path.join(SRC, "client"))
+    expect(client.length).toBeGreaterThan(0)
+    expect(packagesLoadedBy(client).filter((loaded) => !/ → effect(\/[a-z-]+)?$/.test(loaded))).toEqual([])
+  })
+
+  it("the client check follows imports and skips type-only ones", () => {
+    const loaded = packagesLoadedBy([path.join(SRC, "http/Validation.ts")])
+    expect(loaded).toContain("http/Validation.ts → node:http")
+    expect(loaded).toContain("http/HttpServerLive.ts → node:http")
+    expect(runtimeImportsOf(`import type { Principal } from "jose"\nexport type { X } from "pg"\nimport { type A, B } from "./B.ts"`)).toEqual(["./B.ts"])
   })
 
   it("the check sees an upward import in each form an import line takes", () => {

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process"
 import { chmodSync, readFileSync } from "node:fs"
 import path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ensureBuilt } from "../support/build.ts"
 import { CLI_BUILT, runPlinth } from "../support/cli.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { freePort } from "../support/ports.ts"
@@ -13,16 +14,8 @@ import { freePort } from "../support/ports.ts"
 const JWT_SECRET = "a-test-secret-that-is-at-least-32-bytes-long"
 let db: TestDatabase
 
-const build = () =>
-  new Promise<void>((resolve, reject) => {
-    const child = spawn("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", "pipe"] })
-    let err = ""
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")))
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`npm run build failed: ${err}`))))
-  })
-
 beforeAll(async () => {
-  await build()
+  await ensureBuilt()
   db = await createTestDatabase()
 }, 120_000)
 afterAll(() => db?.drop())
