@@ -1,10 +1,12 @@
 /** GET /admin/audit: the audit trail, for owners and admins (definition only; handler in AuditRoutes.ts). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { MAX_AUDIT_LIMIT } from "../services/AuditTrail.ts"
 import { Authentication } from "./ApiMiddleware.ts"
 import { BadRequest, Forbidden, Unavailable } from "./Errors.ts"
 import { documented } from "./OperationDocs.ts"
+
+/** The most events one read returns (sys.list_audit_events; 100 when the caller does not say). */
+const MAX_AUDIT_LIMIT = 1000
 
 const AuditEvent = Schema.Struct({
   id: Schema.Number,

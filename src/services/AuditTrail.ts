@@ -22,21 +22,17 @@ export interface AuditEvent {
   readonly request_id: string | null
 }
 
-/** The most events one read returns, and how many when the caller does not say (sys.list_audit_events). */
-export const MAX_AUDIT_LIMIT = 1000
-export const DEFAULT_AUDIT_LIMIT = 100
-
 export class AuditRefused extends Schema.TaggedError<AuditRefused>()("AuditRefused", { message: Schema.String }) {}
 
 const refusal = (error: SqlError.SqlError): AuditRefused | SqlError.SqlError =>
   sqlState(error) === "42501" ? new AuditRefused({ message: "only an owner or an admin may read the audit trail" }) : error
 
-/** The newest events first, at or after `since` (all when absent), at most `limit`, read as `context`. */
+/** The newest events first, at or after `since` (all when absent), at most `limit` (100 when absent: the function's default), read as `context`. */
 export const listAuditEvents = Effect.fn("AuditTrail.list")(function*(context: RequestContext, since: Date | undefined, limit: number | undefined) {
   const result = yield* executePipelined(
     context,
     "SELECT id, at, actor_id, actor_role, action, target, details, request_id FROM sys.list_audit_events($1::timestamptz, $2::int)",
-    [since === undefined ? null : since.toISOString(), limit ?? DEFAULT_AUDIT_LIMIT]
+    [since === undefined ? null : since.toISOString(), limit ?? null]
   ).pipe(Effect.mapError(refusal))
   // bigint arrives as text (JsonColumnTypes); an event's id stays well below 2^53.
   return result.rows.map((row): AuditEvent => ({ ...(row as unknown as AuditEvent), id: Number(row["id"]) }))
