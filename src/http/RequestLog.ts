@@ -67,26 +67,46 @@ export const batchedLines = (sink: LineSink): BatchedLines => {
   }
 }
 
+/** What JSON must escape in a string (lone surrogates included, as `JSON.stringify` does). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/
+
+/** `text` as a JSON string; most values need no escaping, and testing for it is cheaper than `JSON.stringify`. */
+const quoted = (text: string) => NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`
+
+let lastMillis = Number.NaN
+let lastIso = ""
+/** `toISOString` of the time `millis`, computed once per millisecond (many lines share one under load). */
+export const isoTime = (millis: number): string => {
+  if (millis !== lastMillis) {
+    lastMillis = millis
+    lastIso = new Date(millis).toISOString()
+  }
+  return lastIso
+}
+
 /**
  * The line as `Logger.formatJson` writes it for `Effect.logInfo` with the line's annotations (same
  * fields, order and level), email addresses in the path masked as the production logger masks them.
  */
-export const jsonLine = (method: string, path: string, status: number, duration: string, requestId: string, fiberId: number, now: Date): string => {
-  const shown = maskEmails(path)
-  return `{"message":${JSON.stringify(`${method} ${shown} ${status} ${duration}`)},"level":"INFO","timestamp":"${now.toISOString()}",` +
-    `"annotations":{"method":${JSON.stringify(method)},"path":${JSON.stringify(shown)},"status":${status},"duration":${JSON.stringify(duration)},` +
-    `"requestId":${JSON.stringify(requestId)}},"spans":{},"fiberId":"#${fiberId}"}\n`
+export const jsonLine = (method: string, path: string, status: number, duration: string, requestId: string, fiberId: number, millis: number): string => {
+  const shownPath = quoted(maskEmails(path))
+  const shownMethod = quoted(method)
+  const shownDuration = quoted(duration)
+  const message = `${shownMethod.slice(0, -1)} ${shownPath.slice(1, -1)} ${status} ${shownDuration.slice(1)}`
+  return `{"message":${message},"level":"INFO","timestamp":"${isoTime(millis)}",` +
+    `"annotations":{"method":${shownMethod},"path":${shownPath},"status":${status},"duration":${shownDuration},` +
+    `"requestId":${quoted(requestId)}},"spans":{},"fiberId":"#${fiberId}"}\n`
 }
 
 /** The line as the development logger writes an Info line: time of day, level, message. */
-export const readableLine = (method: string, path: string, status: number, duration: string, now: Date): string =>
-  `${now.toISOString().slice(11, 23)} INFO  ${method} ${path} ${status} ${duration}\n`
+export const readableLine = (method: string, path: string, status: number, duration: string, millis: number): string =>
+  `${isoTime(millis).slice(11, 23)} INFO  ${method} ${path} ${status} ${duration}\n`
 
 /** JSON lines (production), in batches. */
 export const jsonRequestLog = (lines: BatchedLines): RequestLogger => ({
   log: (method, path, status, duration, requestId) =>
     Effect.withFiber((fiber) => {
-      lines.add(jsonLine(method, path, status, duration, requestId, fiber.id, new Date()))
+      lines.add(jsonLine(method, path, status, duration, requestId, fiber.id, Date.now()))
       return Effect.void
     })
 })
@@ -94,5 +114,5 @@ export const jsonRequestLog = (lines: BatchedLines): RequestLogger => ({
 /** Readable lines (development), in batches. */
 export const readableRequestLog = (lines: BatchedLines): RequestLogger => ({
   log: (method, path, status, duration) =>
-    Effect.sync(() => lines.add(readableLine(method, path, status, duration, new Date())))
+    Effect.sync(() => lines.add(readableLine(method, path, status, duration, Date.now())))
 })

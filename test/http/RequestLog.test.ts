@@ -34,7 +34,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
 describe("the production line", () => {
   it("parses, and has the fields, order, level and timestamp of Effect's JSON logger's request line", () => {
-    const ours = JSON.parse(jsonLine("POST", "/sql", 200, "1.3ms", "req-1", 42, new Date())) as Record<string, unknown>
+    const ours = JSON.parse(jsonLine("POST", "/sql", 200, "1.3ms", "req-1", 42, Date.now())) as Record<string, unknown>
     const effects = JSON.parse(effectJsonLine("POST", "/sql", 200, "1.3ms", "req-1")) as Record<string, unknown>
     expect(Object.keys(ours)).toEqual(Object.keys(effects))
     expect(Object.keys(ours["annotations"] as object)).toEqual(Object.keys(effects["annotations"] as object))
@@ -48,7 +48,7 @@ describe("the production line", () => {
 
   it("masks an email address in the path, and escapes what JSON must", () => {
     const path = "/data/jane.doe@example.com/\"x\\"
-    const line = jsonLine("GET", path, 404, "0.2ms", "req-2", 1, new Date())
+    const line = jsonLine("GET", path, 404, "0.2ms", "req-2", 1, Date.now())
     expect(line.endsWith("}\n")).toBe(true)
     const entry = JSON.parse(line) as { message: string; annotations: { path: string } }
     // As the production logger masks a whole line (src/services/EmailMask.ts).
@@ -57,11 +57,17 @@ describe("the production line", () => {
     expect(entry.message).toBe(`GET ${maskEmails(path)} 404 0.2ms`)
     expect(line).not.toContain("jane.doe")
   })
+
+  it.each(["/plain", "/quote\"back\\slash", "/tab\tnewline\n", "/caf\u00e9/\u{1F600}", "/lone\ud800surrogate", "/\u0000\u001f"])("path %j: parses back to itself", (path) => {
+    const entry = JSON.parse(jsonLine("GET", path, 200, "0.1ms", "id", 1, Date.now())) as { message: string; annotations: { path: string } }
+    expect(entry.annotations.path).toBe(path)
+    expect(entry.message).toBe(`GET ${path} 200 0.1ms`)
+  })
 })
 
 describe("the development line", () => {
   it("is the readable logger's Info line: time of day, level, message", () => {
-    const line = readableLine("GET", "/health", 200, "0.4ms", new Date("2026-01-02T03:04:05.678Z"))
+    const line = readableLine("GET", "/health", 200, "0.4ms", Date.parse("2026-01-02T03:04:05.678Z"))
     expect(line).toBe("03:04:05.678 INFO  GET /health 200 0.4ms\n")
   })
 })
