@@ -178,10 +178,15 @@ const exitOf = (child: ChildProcess) =>
  * collector would. Stopped with the bench, also when a signal stops the bench; a bench killed
  * outright leaves no Plinth either (Plinth stops when its parent goes).
  */
-export const startServedPlinth = async (stack: BenchStack, extraEnv: Record<string, string> = {}): Promise<ServedPlinth> => {
+export const startServedPlinth = async (
+  stack: BenchStack,
+  extraEnv: Record<string, string> = {},
+  /** More node flags, after those of the `#!` line (`--cpu-prof` to profile it). */
+  extraNodeFlags: ReadonlyArray<string> = []
+): Promise<ServedPlinth> => {
   const flags = readFileSync(BUILT_CLI, "utf8").split("\n")[0]!.split(" ").slice(3)
   const port = await freePort()
-  const child = spawn(process.execPath, [...flags, BUILT_CLI, "serve", "main"], {
+  const child = spawn(process.execPath, [...flags, ...extraNodeFlags, BUILT_CLI, "serve", "main"], {
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "/tmp",

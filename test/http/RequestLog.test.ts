@@ -11,7 +11,7 @@ import { maskEmails } from "../../src/services/EmailMask.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { createTestDatabase, type TestDatabase } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
-import { serveInProcess, testEnv } from "../support/services.ts"
+import { serveInProcess, startService, testEnv } from "../support/services.ts"
 
 /** What the production logger wrote for a request line before: `Effect.logInfo` annotated with the fields, as JSON. */
 const effectJsonLine = (method: string, path: string, status: number, duration: string, requestId: string) => {
@@ -195,3 +195,30 @@ describe("a service writing through the batched log", () => {
     expect(last.annotations).toMatchObject({ method: "GET", path: "/nope", status: 404, requestId: "seq-29" })
   })
 })
+
+describe("a service without the batched log (tests, the bench's own)", () => {
+  let db: TestDatabase
+  beforeAll(async () => {
+    db = await createTestDatabase()
+  })
+  afterAll(() => db?.drop())
+
+  it("logs request lines through Effect's logger, and none with LOG_REQUESTS=false", async () => {
+    const logged = await startService("main", db.mainUrl)
+    const quiet = await startService("main", db.mainUrl, { LOG_REQUESTS: "false" })
+    try {
+      await get(logged.url, "through-effect")
+      await get(quiet.url, "quiet")
+      expect(await eventually(async () => logged.logs.some((entry) => entry.annotations["requestId"] === "through-effect"))).toBe(true)
+      // The quiet service answered after the logged one's line landed, so its own would have by now.
+      await get(quiet.url, "quiet-2")
+      await nextTurn()
+      expect(quiet.logs.filter((entry) => entry.annotations["requestId"] !== undefined && entry.level === "Info")).toEqual([])
+    } finally {
+      await logged.close()
+      await quiet.close()
+    }
+  })
+})
+
+const get = (base: string, requestId: string) => fetch(`${base}/health`, { headers: { "x-request-id": requestId } }).then((response) => response.text())
