@@ -24,6 +24,11 @@ const sections: Array<string> = [
   `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown"}), ` +
   `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version} (${process.execArgv.join(" ")}), PostgreSQL 18 (embedded). Database, load generator and Plinth share ` +
   "the machine; each scenario runs in a fresh process. Targets not met are shown as such.",
+  "",
+  "`npm run bench -- sql` runs sql-read and sql-write alone and prints them (only a full run writes this file); it runs `npm run build` first, " +
+  "since its `plinth serve main` rows measure the built code. `BENCH_SECONDS`, `BENCH_WARMUP_SECONDS` and `BENCH_ROUNDS` (15, 3, 3) shorten a trial " +
+  "run, e.g. `BENCH_SECONDS=3 BENCH_WARMUP_SECONDS=1 BENCH_ROUNDS=1 npm run bench -- sql`; its figures mean nothing. " +
+  "`./node_modules/.bin/node bench/request-log.ts` measures the request log's own cost per line (docs/performance-notes.md).",
   ""
 ]
 for (const scenario of SCENARIOS) {

@@ -5,7 +5,9 @@
  * settings statement; the statement; COMMIT) driven straight through @effect/sql-pg by 32 fibers,
  * with no HTTP. Beside them, under the same load, the servers issue #8 compares Plinth with on
  * `sql-read` (bench/sql-fastify.ts, bench/sql-postgraphile.ts), and a leaner hand-written server
- * than any of those (bench/sql-handwritten.ts). Each round runs every one of them in turn.
+ * than any of those (bench/sql-handwritten.ts). And Plinth as users run it: `plinth serve main`
+ * from the built code in a process of its own, production defaults (request log on), and the same
+ * with LOG_REQUESTS=false (issue #23). Each round runs every one of them in turn.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
@@ -15,7 +17,19 @@ import { percentile, spread, summarize } from "./stats.ts"
 import { startFastify } from "./sql-fastify.ts"
 import { startHandwritten } from "./sql-handwritten.ts"
 import { POSTGRAPHILE_READ, startPostGraphile } from "./sql-postgraphile.ts"
-import { BENCH_JWT_SECRET, type BenchStack, type ComparatorServer, rawClosedLoop, rawTransaction, runLoad, signIn, startBenchStack } from "./support.ts"
+import {
+  BENCH_JWT_SECRET,
+  type BenchStack,
+  buildPlinth,
+  type ComparatorServer,
+  rawClosedLoop,
+  rawTransaction,
+  runLoad,
+  type ServedPlinth,
+  signIn,
+  startBenchStack,
+  startServedPlinth
+} from "./support.ts"
 
 const ROWS = 100_000
 const USERS = 100
@@ -34,16 +48,25 @@ interface Measure {
   readonly rps: number
   readonly p50: number
   readonly p99: number
-  /** CPU time (user + system) of this process per request or transaction, warm-up included. */
+  /** CPU time (user + system) of the server's process per request or transaction, warm-up included. */
   readonly cpuMicros: number
 }
 
-/** `work`'s result, with this process's CPU time over it divided by `count` of what it returns. */
-const withCpu = async <A extends Omit<Measure, "cpuMicros">>(work: () => Promise<A>, count: (a: A) => number): Promise<A & { cpuMicros: number }> => {
-  const before = process.cpuUsage()
+/** CPU time (user + system) of this process so far, in µs. */
+const ownCpuMicros = () => {
+  const used = process.cpuUsage()
+  return used.user + used.system
+}
+
+/** `work`'s result, with the CPU time `cpu` reads over it divided by `count` of what it returns. */
+const withCpu = async <A extends Omit<Measure, "cpuMicros">>(
+  work: () => Promise<A>,
+  count: (a: A) => number,
+  cpu: () => number = ownCpuMicros
+): Promise<A & { cpuMicros: number }> => {
+  const before = cpu()
   const result = await work()
-  const used = process.cpuUsage(before)
-  return { ...result, cpuMicros: (used.user + used.system) / count(result) }
+  return { ...result, cpuMicros: (cpu() - before) / count(result) }
 }
 
 export const setup = async (stack: BenchStack): Promise<ReadonlyArray<User>> => {
@@ -86,13 +109,22 @@ const graphqlEndpoint = (baseUrl: string): Endpoint => ({
   body: (_text, row) => JSON.stringify({ query: POSTGRAPHILE_READ, variables: { id: String(row) } })
 })
 
-/** A round of the load against `endpoint`. */
-export const httpRound = async (endpoint: Endpoint, users: ReadonlyArray<User>, scenario: Scenario): Promise<Measure> => {
+/**
+ * A round of the load against `endpoint`; `cpu` reads the CPU time of the server's process (this
+ * one's unless told).
+ */
+export const httpRound = async (
+  endpoint: Endpoint,
+  users: ReadonlyArray<User>,
+  scenario: Scenario,
+  cpu?: () => number
+): Promise<Measure & { readonly answered: number }> => {
   const requests = users.flatMap((user) => user.rows.slice(0, 50).map((row) => ({ token: user.token, body: endpoint.body(statement(scenario), row) })))
-  // Only the server under load runs in this process meanwhile (the load is another process).
+  // Only the server under load runs meanwhile (the load is another process; the others wait).
   const result = await withCpu(
     () => runLoad({ url: endpoint.url, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
-    (load) => load.answered
+    (load) => load.answered,
+    cpu
   )
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`)
   return result
@@ -132,7 +164,51 @@ interface Comparator {
   readonly named: boolean
 }
 
+/**
+ * Issue #23's targets for `plinth serve main` (production defaults): on sql-read ≥ 1.6 × the
+ * hand-written Fastify server and ≥ 2.5 × PostGraphile 5, p99 ≤ 25 ms, CPU per request ≤ 1.3 × the
+ * lean reference's; on both, the request log costing ≤ 5 % of the throughput with LOG_REQUESTS=false.
+ */
+const issue23Targets = (
+  scenario: Scenario,
+  logged: ReadonlyArray<Measure>,
+  quiet: ReadonlyArray<Measure>,
+  others: ReadonlyArray<{ readonly comparator: Comparator; readonly measures: ReadonlyArray<Measure> }>
+): Array<string> => {
+  const perRound = (theirs: ReadonlyArray<Measure>) => summarize(logged.map((measure, index) => measure.rps / theirs[index]!.rps))
+  const row = (measure: string, value: { min: number; p50: number; max: number } | number, target: string, met: boolean) =>
+    `| sql-${scenario} | ${measure} | ${typeof value === "number" ? fmt(value, 2) : spread(value, 2, true)} | ${target} | ${met ? "met" : "not met"} |`
+  const rows: Array<string> = []
+  const against = (name: string, minimum: number) => {
+    const found = others.find((other) => other.comparator.name === name)
+    if (found === undefined) return
+    const ratio = perRound(found.measures)
+    rows.push(row(`req/s over ${name}'s`, ratio, `≥ ${minimum}`, ratio.p50 >= minimum))
+  }
+  if (scenario === "read") {
+    against("Fastify + postgres.js + jose", 1.6)
+    against("PostGraphile 5", 2.5)
+    const p99 = summarize(logged.map((m) => m.p99))
+    rows.push(row("p99 ms", p99, "≤ 25", p99.p50 <= 25))
+    const lean = others.find((other) => !other.comparator.named)
+    if (lean !== undefined) {
+      const ratio = summarize(logged.map((m) => m.cpuMicros)).p50 / summarize(lean.measures.map((m) => m.cpuMicros)).p50
+      rows.push(row("CPU µs per request over the lean reference's", ratio, "≤ 1.3", ratio <= 1.3))
+    }
+  }
+  const log = perRound(quiet)
+  rows.push(row("req/s with the request log over req/s with LOG_REQUESTS=false", log, "≥ 0.95 (the log costs ≤ 5 %)", log.p50 >= 0.95))
+  return rows
+}
+
+/** `plinth serve main` as users run it, and the same without its request log. */
+interface Served {
+  readonly name: string
+  readonly server: ServedPlinth
+}
+
 export const run = async () => {
+  buildPlinth()
   const stack = await startBenchStack()
   const servers: Array<ComparatorServer> = []
   const start = async (server: Promise<ComparatorServer>) => {
@@ -142,6 +218,15 @@ export const run = async () => {
   }
   try {
     const users = await setup(stack)
+    const logged = await startServedPlinth(stack)
+    servers.push(logged)
+    const quiet = await startServedPlinth(stack, { LOG_REQUESTS: "false" })
+    servers.push(quiet)
+    const served: ReadonlyArray<Served> = [
+      { name: "`plinth serve main` (built, production defaults: request log on)", server: logged },
+      { name: "`plinth serve main`, LOG_REQUESTS=false", server: quiet }
+    ]
+    let loggedAnswered = 0
     const comparators: ReadonlyArray<Comparator> = [
       {
         name: "Fastify + postgres.js + jose",
@@ -170,14 +255,21 @@ export const run = async () => {
     ]
     const lines: Array<string> = []
     const comparatorLines: Array<string> = []
+    const servedTargets: Array<string> = []
     for (const scenario of ["read", "write"] as const) {
       const those = comparators.filter((comparator) => comparator.scenarios.includes(scenario))
       const http: Array<Measure> = []
       const raw: Array<Measure> = []
       const others = those.map(() => new Array<Measure>())
+      const servedMeasures = served.map(() => new Array<Measure>())
       for (let round = 0; round < ROUNDS; round++) {
         http.push(await httpRound(sqlEndpoint(stack.baseUrl), users, scenario))
         raw.push(await rawRound(stack, users, scenario))
+        for (const [index, { server }] of served.entries()) {
+          const measure = await httpRound(sqlEndpoint(server.url), users, scenario, server.cpuMicros)
+          if (server === logged) loggedAnswered += measure.answered
+          servedMeasures[index]!.push(measure)
+        }
         for (const [index, comparator] of those.entries()) others[index]!.push(await httpRound(comparator.endpoint, users, scenario))
       }
       const ratioOf = (measures: ReadonlyArray<Measure>) => summarize(measures.map((measure, index) => measure.rps / raw[index]!.rps))
@@ -204,6 +296,14 @@ export const run = async () => {
           `≥ ${target.ratio} × raw, p99 ≤ ${target.p99} ms${named.length > 0 ? ", faster than the three servers below" : ""} | ` +
           `${met ? "met" : "not met"} |`
       )
+      for (const [index, { name }] of served.entries()) {
+        const measures = servedMeasures[index]!
+        lines.push(
+          `| sql-${scenario}: ${name} | ${spread(summarize(measures.map((m) => m.rps)), 0)} | ${spread(summarize(raw.map((m) => m.rps)), 0)} | ` +
+            `${spread(ratioOf(measures), 2, true)} | ${fmt(summarize(measures.map((m) => m.p99)).p50, 1)} | ${cpu(measures)} / ${cpu(raw)} | | |`
+        )
+      }
+      servedTargets.push(...issue23Targets(scenario, servedMeasures[0]!, servedMeasures[1]!, those.map((comparator, index) => ({ comparator, measures: others[index]! }))))
     }
     return [
       `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} interleaved rounds (min / median / max)`,
@@ -217,6 +317,19 @@ export const run = async () => {
       "| scenario | server | req/s | ratio | CPU µs per request | Plinth faster |",
       "| --- | --- | --- | --- | --- | --- |",
       ...comparatorLines,
+      "",
+      "Issue #23's targets, held to `plinth serve main` with production defaults (per round: its req/s over the other's of the same round; " +
+        "CPU: its median µs per request over the other's):",
+      "",
+      "| scenario | measure | min / median / max | target | |",
+      "| --- | --- | --- | --- | --- |",
+      ...servedTargets,
+      "",
+      `\`plinth serve main\` is the built command (\`npm run build\`, dist/src/cli/main.js with the node flags of its \`#!\` line) in a process of its own, ` +
+        "NODE_ENV=production, configured from the environment for this database (DATABASE_ADMIN_URL too, so it migrates first), its stdout a pipe " +
+        "this bench reads and drops as a log collector would; its CPU µs are its user and system time from /proc/<pid>/stat over the round " +
+        `(warm-up included, as for the others), per request. It wrote ${loggedAnswered > 0 ? `${logged.lines()} lines for ${loggedAnswered} requests` : "no lines"}; ` +
+        `with LOG_REQUESTS=false, ${quiet.lines()} lines in all. The in-process Plinth rows (the first of each scenario) host the service in this process with LOG_LEVEL=Warn.`,
       "",
       "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only. " +
         "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own. " +

@@ -6,9 +6,9 @@ import { PgClient } from "@effect/sql-pg"
 import { ConfigProvider, Context, Effect, Exit, Layer, Logger, ManagedRuntime, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { writeFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import type * as http from "node:http"
 import * as net from "node:net"
@@ -47,6 +47,37 @@ const addressOf = (context: Context.Context<HttpServer.HttpServer>) => {
   return `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
 }
 
+/** What a bench stopped by a signal must stop first (latest first), since its own `finally` will not run. */
+const onStop: Array<() => Promise<void>> = []
+const stopAndExit = (signal: NodeJS.Signals) => {
+  if (onStop.length === 0) process.exit(128 + (os.constants.signals[signal] ?? 0))
+  const stopping = onStop.splice(0).reverse()
+  void stopping.reduce((done, stop) => done.then(stop, stop), Promise.resolve()).finally(() => process.exit(128 + (os.constants.signals[signal] ?? 0)))
+}
+
+/** Runs `stop` if the bench is stopped by SIGINT, SIGTERM or SIGHUP; the returned function forgets it (once it stopped normally). */
+export const stopOnSignal = (stop: () => Promise<void>): (() => void) => {
+  if (process.listenerCount("SIGTERM") === 0) for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, stopAndExit)
+  onStop.push(stop)
+  return () => {
+    const at = onStop.indexOf(stop)
+    if (at >= 0) onStop.splice(at, 1)
+  }
+}
+
+/**
+ * A bench killed outright (SIGKILL) runs no code, and its PostgreSQL, in a process group of its
+ * own, would stay: a shell of its own waits for this process to go, then stops the server (if it
+ * still runs on `dir`) and removes `dir`.
+ */
+const stopPostgresWithBench = (dir: string) => {
+  const pgData = path.join(dir, "pg")
+  const pid = Number(readFileSync(path.join(pgData, "postmaster.pid"), "utf8").split("\n")[0])
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ` +
+    `if grep -q -- "$1" /proc/${pid}/cmdline 2>/dev/null; then kill -INT ${pid}; while kill -0 ${pid} 2>/dev/null; do sleep 1; done; fi; rm -rf -- "$2"`
+  spawn("sh", ["-c", script, "sh", pgData, dir], { detached: true, stdio: "ignore" }).unref()
+}
+
 export const startBenchStack = async (extraEnv: Record<string, string> = {}, options: { readonly chat?: boolean } = {}): Promise<BenchStack> => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "plinth-bench-"))
   await fs.chmod(dir, 0o711)
@@ -57,6 +88,8 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
     port: await freePort(),
     superuserPassword: randomBytes(16).toString("hex")
   })))
+  stopPostgresWithBench(dir)
+  const forget = stopOnSignal(() => Effect.runPromise(Scope.close(scope, Exit.void)))
   await Effect.runPromise(ensureDatabase(server.adminUrl(), "bench"))
   const adminUrl = server.adminUrl("bench")
   await Effect.runPromise(migrateDatabase(adminUrl))
@@ -86,6 +119,7 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
       return yield* run(yield* SqlClient.SqlClient)
     })),
     close: async () => {
+      forget()
       await adminDb.dispose()
       await Effect.runPromise(Scope.close(scope, Exit.void))
       await fs.rm(dir, { recursive: true, force: true })
@@ -102,6 +136,106 @@ export const signIn = async (stack: BenchStack, email: string, role: string): Pr
     body: JSON.stringify({ token: row!.token })
   })
   return ((await response.json()) as { token: string }).token
+}
+
+/** The built command (`npm run build`), as users run it. */
+export const BUILT_CLI = "dist/src/cli/main.js"
+
+/** `npm run build`: the bench measures the code users run, not a dist/ left from another commit. */
+export const buildPlinth = () => {
+  const built = spawnSync("npm", ["run", "--silent", "build"], { stdio: ["ignore", "ignore", "inherit"] })
+  if (built.status !== 0) throw new Error(`npm run build failed (exit ${built.status})`)
+}
+
+/** A `plinth serve main` process of its own, from the built code. */
+export interface ServedPlinth {
+  readonly url: string
+  /** Its CPU time so far (user + system, every thread), in µs, from /proc/<pid>/stat. */
+  readonly cpuMicros: () => number
+  /** Lines it wrote to stdout so far (its request log in production). */
+  readonly lines: () => number
+  readonly close: () => Promise<void>
+}
+
+const TICKS_PER_SECOND = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
+
+/** utime + stime of `pid` in µs (/proc/<pid>/stat fields 14 and 15, in clock ticks). */
+export const processCpuMicros = (pid: number): number => {
+  const text = readFileSync(`/proc/${pid}/stat`, "utf8")
+  // pid (comm) state ...: comm may hold spaces, so count fields after its closing parenthesis.
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / TICKS_PER_SECOND
+}
+
+const exitOf = (child: ChildProcess) =>
+  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once("exit", () => resolve()))
+
+/**
+ * `plinth serve main` as users run it: the built command with the node flags of its `#!` line,
+ * NODE_ENV=production and otherwise the defaults (request log on), configured from the
+ * environment for the bench's database (DATABASE_ADMIN_URL too, so it migrates first, as a
+ * deployment with URLs does). Its stdout is a pipe this process reads and drops, as a log
+ * collector would. Stopped with the bench, also when a signal stops the bench; a bench killed
+ * outright leaves no Plinth either (Plinth stops when its parent goes).
+ */
+export const startServedPlinth = async (
+  stack: BenchStack,
+  extraEnv: Record<string, string> = {},
+  /** More node flags, after those of the `#!` line (`--cpu-prof` to profile it). */
+  extraNodeFlags: ReadonlyArray<string> = []
+): Promise<ServedPlinth> => {
+  const flags = readFileSync(BUILT_CLI, "utf8").split("\n")[0]!.split(" ").slice(3)
+  const port = await freePort()
+  const child = spawn(process.execPath, [...flags, ...extraNodeFlags, BUILT_CLI, "serve", "main"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      NODE_ENV: "production",
+      JWT_SECRET: BENCH_JWT_SECRET,
+      DATABASE_URL: stack.mainUrl,
+      DATABASE_ADMIN_URL: stack.adminUrl,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ...extraEnv
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  const close = async () => {
+    forget()
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const killer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+    child.kill("SIGTERM")
+    await exitOf(child)
+    clearTimeout(killer)
+  }
+  const forget = stopOnSignal(close)
+  let lines = 0
+  let head = ""
+  let errors = ""
+  child.stdout!.on("data", (chunk: Buffer) => {
+    if (head.length < 4096) head += chunk.toString("utf8")
+    for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++
+  })
+  child.stderr!.on("data", (chunk: Buffer) => (errors = (errors + chunk.toString("utf8")).slice(-4096)))
+  const started = await new Promise<boolean>((resolve) => {
+    const timer = setInterval(() => {
+      if (head.includes("Plinth main service:")) done(true)
+    }, 50)
+    const done = (ok: boolean) => {
+      clearInterval(timer)
+      clearTimeout(limit)
+      child.off("exit", onExit)
+      resolve(ok)
+    }
+    const onExit = () => done(false)
+    const limit = setTimeout(() => done(false), 60_000)
+    child.on("exit", onExit)
+  })
+  if (!started) {
+    await close()
+    throw new Error(`plinth serve main did not start:\n${head}\n${errors}`)
+  }
+  return { url: `http://127.0.0.1:${port}`, cpuMicros: () => processCpuMicros(child.pid!), lines: () => lines, close }
 }
 
 /** A server that issue #8 compares Plinth with, started beside it on the bench's database. */

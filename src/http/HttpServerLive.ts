@@ -11,6 +11,7 @@ import type { Duplex } from "node:stream"
 import { REQUEST_ID_ANNOTATION } from "../services/RequestContext.ts"
 import { Cors, type CorsPolicy, isPreflight, NO_CORS } from "./Cors.ts"
 import { statusMessage, withErrorBody } from "./Errors.ts"
+import { RequestLog, type RequestLogger } from "./RequestLog.ts"
 import { StreamingServer, TakenConnections } from "./TakenConnections.ts"
 
 export const MAX_BODY_SIZE = ByteSize.mebibytes(1)
@@ -41,7 +42,7 @@ const REQUEST_ID = "x-request-id"
 /**
  * Around every route, outermost: every failure becomes its response, no error response leaves
  * without a body, every response and log line of the request carries its `x-request-id` (the
- * caller's when sane, else a fresh UUID), and one line is logged with the final status. A
+ * caller's when sane, else a fresh UUID), and one line is logged with the final status (RequestLog). A
  * browser's preflight is answered here, for every path and before any route (so before the tenant
  * is chosen: browsers send no custom header on it), and every response to a page of an allowed
  * origin, errors included, carries the CORS headers.
@@ -50,7 +51,7 @@ const REQUEST_ID = "x-request-id"
  * is a router middleware rather than the server's, since a server middleware costs each request a
  * span that nothing reads (docs/performance-notes.md). A request without `Origin` costs one lookup more.
  */
-const responses = (cors: CorsPolicy) => HttpRouter.middleware((app) =>
+const responses = (cors: CorsPolicy, requestLog: RequestLogger) => HttpRouter.middleware((app) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const started = performance.now()
     const given = request.headers[REQUEST_ID]
@@ -70,12 +71,7 @@ const responses = (cors: CorsPolicy) => HttpRouter.middleware((app) =>
       // The path only: a query string may carry a token (GET /events?token=...).
       const path = request.url.split("?")[0] ?? "/"
       const duration = `${(performance.now() - started).toFixed(1)}ms`
-      return Effect.as(
-        Effect.logInfo(`${request.method} ${path} ${answer.status} ${duration}`).pipe(
-          Effect.annotateLogs({ method: request.method, path, status: answer.status, duration, requestId: id })
-        ),
-        answer
-      )
+      return Effect.as(requestLog.log(request.method, path, answer.status, duration, id), answer)
     }
     const handled = preflight ? Effect.succeed(HttpServerResponse.empty({ status: 204, headers: cors.preflight(origin) })) : app
     return Effect.matchCauseEffect(Effect.annotateLogs(handled, REQUEST_ID_ANNOTATION, id), {
@@ -116,7 +112,7 @@ export interface ListenOptions {
  * `cors` says which pages of other origins may call it (none by default).
  */
 export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: ListenOptions, cors: CorsPolicy = NO_CORS) =>
-  HttpRouter.serve(Layer.mergeAll(routes, NotFoundRoute, responses(cors)), {
+  HttpRouter.serve(Layer.mergeAll(routes, NotFoundRoute, Layer.unwrap(Effect.map(Effect.service(RequestLog), (log) => responses(cors, log)))), {
     disableLogger: true,
     disableListenLog: true
   }).pipe(

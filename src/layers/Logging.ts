@@ -4,8 +4,9 @@
  * lines carry the path without its query string, and configuration values stay `Redacted`. In
  * production every email address in a line is masked (`j***@example.com`), whichever code logged it.
  */
-import { Cause, Effect, Layer, Logger, References } from "effect"
+import { Cause, Effect, Layer, Logger, LogLevel, References } from "effect"
 import { inspect } from "node:util"
+import { batchedLines, jsonRequestLog, type LineSink, noRequestLog, readableRequestLog, RequestLog } from "../http/RequestLog.ts"
 import { maskEmails } from "../services/EmailMask.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 
@@ -21,10 +22,31 @@ const readableLogger = Logger.make(({ cause, date, logLevel, message }) => {
 /** JSON lines, as `Logger.consoleJson` writes them, with email addresses masked. */
 const productionLogger = Logger.withConsoleLog(Logger.map(Logger.formatJson, maskEmails))
 
+/**
+ * Request lines, built by hand and written in batches to where the logger above writes (stdout in
+ * production, stderr otherwise); what waits is written when the layer closes (after the servers
+ * have answered their last requests) and, should the process end another way, at its exit.
+ */
+export const requestLogTo = (streams: { readonly stdout: LineSink; readonly stderr: LineSink }) =>
+  Layer.effect(RequestLog, Effect.gen(function*() {
+    const config = yield* PlinthConfig
+    if (!config.logRequests || LogLevel.isGreaterThan(config.logLevel, "Info")) return noRequestLog
+    const lines = batchedLines(config.isProduction ? streams.stdout : streams.stderr)
+    process.on("exit", lines.flush)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        lines.flush()
+        process.off("exit", lines.flush)
+      })
+    )
+    return config.isProduction ? jsonRequestLog(lines) : readableRequestLog(lines)
+  }))
+
 export const LoggingLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* PlinthConfig
   return Layer.mergeAll(
     Logger.layer([config.isProduction ? productionLogger : readableLogger]),
-    Layer.succeed(References.MinimumLogLevel, config.logLevel)
+    Layer.succeed(References.MinimumLogLevel, config.logLevel),
+    requestLogTo(process)
   )
 }))

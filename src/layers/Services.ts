@@ -10,6 +10,7 @@ import { ChatRoutes } from "../http/ChatRoutes.ts"
 import { makeCorsPolicy } from "../http/Cors.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
+import { requestLogSetting } from "../http/RequestLog.ts"
 import { ProcessTenant, TenantSelection, TenantSource } from "../http/TenantSelection.ts"
 import { sharedClaims } from "../services/Challenge.ts"
 import { failAbandoned } from "../services/Conversations.ts"
@@ -56,7 +57,7 @@ export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
     return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins)).pipe(
-      Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant, TempFileLimitCheck)),
+      Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant, TempFileLimitCheck, requestLogSetting(config.logRequests))),
       Layer.provideMerge(tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl)))
     )
   }))
@@ -75,7 +76,7 @@ export const chatService = (listen: ListenOptions, databaseUrl: string) =>
       Effect.asVoid
     )
     return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins)).pipe(
-      Layer.provide(Layer.mergeAll(ChatDependencies, ProcessTenant)),
+      Layer.provide(Layer.mergeAll(ChatDependencies, ProcessTenant, requestLogSetting(config.logRequests))),
       Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover))
     )
   }))

@@ -147,7 +147,8 @@ export const ConfigValues = Config.all({
   eventsMaxStreamsPerUser: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "EVENTS_MAX_STREAMS_PER_USER").pipe(
     Config.withDefault(10)
   ),
-  logLevel: Config.schema(LogLevelName, "LOG_LEVEL").pipe(Config.withDefault<LogLevel.LogLevel>("Info"))
+  logLevel: Config.schema(LogLevelName, "LOG_LEVEL").pipe(Config.withDefault<LogLevel.LogLevel>("Info")),
+  logRequests: Config.Boolean("LOG_REQUESTS").pipe(Config.withDefault(true))
 })
 
 export interface ConfigShape extends Config.Success<typeof ConfigValues> {
