@@ -9,6 +9,7 @@ export {
   BadGateway,
   BadRequest,
   Conflict,
+  DatabaseError,
   DatabaseErrorBody,
   Forbidden,
   NotFound,

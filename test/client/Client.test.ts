@@ -6,7 +6,7 @@
 import { Effect, Fiber, Option, Stream } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createPlinthClient, make, type PageEvent, type PlinthClient, Unauthorized } from "../../src/client/index.ts"
+import { createPlinthClient, DatabaseError, make, type PageEvent, type PlinthClient, Unauthorized } from "../../src/client/index.ts"
 import { inviteAsDatabaseAdmin, mailedToken } from "../support/auth.ts"
 import { type ChatStack, startChatStack } from "../support/chat.ts"
 import { admin, fresh, insertMessage, scriptedTurns, text, toolUse, type Turns } from "../chat/helpers.ts"
@@ -88,6 +88,17 @@ describe("the Effect client", () => {
     const failure = await run(Effect.flip(client.mainApi.data.sql({ payload: { sql: "SELECT 1" } })))
     expect(failure).toBeInstanceOf(Unauthorized)
     expect(failure).toMatchObject({ _tag: "Unauthorized", error: expect.any(String) })
+  })
+
+  it("the database's refusal of a statement is a tagged DatabaseError with its code; a bad body a BadRequest", async () => {
+    const owner = await signedInAs("owner")
+    const conflict = await run(Effect.flip(owner.mainApi.data.sql({ payload: { sql: "SELECT 1 / 0 AS never" } })))
+    expect(conflict).toBeInstanceOf(DatabaseError)
+    expect(conflict).toMatchObject({ _tag: "DatabaseError", error: { code: "22012", message: expect.stringContaining("division by zero") } })
+    const denied = await run(Effect.flip(owner.mainApi.data.sql({ payload: { sql: "SELECT * FROM sys.users" } })))
+    expect(denied).toMatchObject({ _tag: "DatabaseError", error: { code: "42501" } })
+    const invalid = await run(Effect.flip(owner.mainApi.data.sql({ payload: { sql: "DROP TABLE nothing" } })))
+    expect(invalid).toMatchObject({ _tag: "BadRequest", error: expect.any(String) })
   })
 
   it("events: a page_change, decoded, with the token in the header or as ?token=", async () => {
