@@ -161,9 +161,13 @@ const SELECT_WRAPPER = "SELECT * FROM ("
  * once. Error positions are the caller's text's (`callersPosition`).
  */
 export const selectPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>, limit: number) =>
-  inOneRoundTrip({ ...context, readOnly: true }, [[`${SELECT_WRAPPER}${text.replace(/;\s*$/, "")}\n) AS plinth_rows LIMIT ${limit}`, params]]).pipe(
+  readOnlyPipelined(context, SELECT_WRAPPER, text, `\n) AS plinth_rows LIMIT ${limit}`, params)
+
+/** `text` between `before` and `after`, in a read-only transaction of one round trip: its rows. */
+const readOnlyPipelined = (context: RequestContext, before: string, text: string, after: string, params: ReadonlyArray<unknown>) =>
+  inOneRoundTrip({ ...context, readOnly: true }, [[`${before}${text.replace(/;\s*$/, "")}${after}`, params]]).pipe(
     Effect.map(([result]) => result!.rows),
-    Effect.mapError((error) => callersPosition(error, text.length))
+    Effect.mapError((error) => callersPosition(error, before.length, text.length))
   )
 
 /**
@@ -171,12 +175,12 @@ export const selectPipelined = (context: RequestContext, text: string, params: R
  * points at the wrapper). The error object is this failure's own: the driver builds one per
  * error response.
  */
-const callersPosition = (error: SqlError.SqlError, textLength: number): SqlError.SqlError => {
+const callersPosition = (error: SqlError.SqlError, wrapperLength: number, textLength: number): SqlError.SqlError => {
   const cause: unknown = (error.reason as { readonly cause?: unknown }).cause
   if (typeof cause !== "object" || cause === null) return error
   const fields = cause as { position?: unknown }
   if (typeof fields.position !== "string") return error
-  const position = Number(fields.position) - SELECT_WRAPPER.length
+  const position = Number(fields.position) - wrapperLength
   fields.position = position >= 1 && position <= textLength + 1 ? String(position) : undefined
   return error
 }
@@ -193,8 +197,45 @@ const PEEK_ROWS = 2
 export const peekPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>) =>
   selectPipelined(context, text, params, PEEK_ROWS).pipe(
     Effect.map((rows) => rows.length < PEEK_ROWS ? Option.some(rows) : Option.none()),
-    Effect.catchTag("SqlError", (error) =>
-      databaseErrorFields(error).code === READ_ONLY_SQL_TRANSACTION ? Effect.succeed(Option.none()) : Effect.fail(error))
+    longWayIfWriting
+  )
+
+/** A SELECT that writes (refused by the read-only transaction) goes the long way. */
+const longWayIfWriting = <A, R>(effect: Effect.Effect<Option.Option<A>, SqlError.SqlError, R>) =>
+  Effect.catchTag(effect, "SqlError", (error) =>
+    databaseErrorFields(error).code === READ_ONLY_SQL_TRANSACTION ? Effect.succeed(Option.none<A>()) : Effect.fail(error))
+
+/** The column of a bounded read that carries the running size of its rows; taken off each row. */
+const SIZE_COLUMN = "plinth peek bytes"
+
+/**
+ * What `boundedPipelined` puts around the caller's text: its first rows, each with the running sum
+ * of the rows' sizes (`pg_column_size` of the row), cut after the first row that takes the sum past
+ * the budget. The rows are expanded back into the caller's own columns, with their own types.
+ */
+const BOUNDED_BEFORE = "SELECT (plinth_sized.plinth_row).*, plinth_sized.plinth_total AS \"plinth peek bytes\" FROM (" +
+  "SELECT plinth_measured.plinth_row, plinth_measured.plinth_size, sum(plinth_measured.plinth_size) OVER (ROWS UNBOUNDED PRECEDING) AS plinth_total " +
+  "FROM (SELECT plinth_row, pg_column_size(plinth_row) AS plinth_size FROM (SELECT * FROM ("
+const boundedAfter = (rows: number, bytes: number) =>
+  `\n) AS plinth_rows LIMIT ${rows}) AS plinth_row) AS plinth_measured) AS plinth_sized ` +
+  `WHERE plinth_sized.plinth_total - plinth_sized.plinth_size <= ${bytes}`
+
+/**
+ * A SELECT's rows in one round trip, as a prepared statement (planned once), if it reads at most
+ * `rows` rows of at most `bytes` together; `None` when it has more or larger rows, or writes: it
+ * goes the long way then. What is held in memory is bounded by the budget and one row, as the
+ * long way's stream is, which a plain LIMIT would not be (rows can be as large as a response).
+ */
+export const boundedPipelined = (context: RequestContext, text: string, params: ReadonlyArray<unknown>, rows: number, bytes: number) =>
+  readOnlyPipelined(context, BOUNDED_BEFORE, text, boundedAfter(rows + 1, bytes), params).pipe(
+    Effect.map((read) => {
+      const last = read[read.length - 1]
+      if (read.length > rows || (last !== undefined && Number(last[SIZE_COLUMN]) > bytes)) return Option.none()
+      // The last column added to each row: deleting it keeps the row's shape fast.
+      for (const row of read) delete (row as Record<string, unknown>)[SIZE_COLUMN]
+      return Option.some(read)
+    }),
+    longWayIfWriting
   )
 
 /**

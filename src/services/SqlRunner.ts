@@ -8,7 +8,7 @@ import { Context, Duration, Effect, Layer, Option, Schema, Stream } from "effect
 import type { SqlClient, SqlError } from "effect/sql"
 import { type CatalogWatch, changingCatalog } from "./CatalogWatch.ts"
 import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext } from "./RequestContext.ts"
-import { executePipelined, peekPipelined, withPipelinedTransaction } from "./AsCaller.ts"
+import { boundedPipelined, executePipelined, peekPipelined, withPipelinedTransaction } from "./AsCaller.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
 import type { StatementConnections } from "./StatementConnections.ts"
@@ -110,15 +110,19 @@ const runGuarded = Effect.fnUntraced(function*(
     return { rowsJson: "[]", rowCount: (yield* executePipelined(context, text, values)).rowCount } satisfies StatementResult
   }
   let longContext = context
-  if (statement.kind === "SELECT" && !statement.writesInCte && !longWay.has(text)) {
+  const seen = longWay.get(text)
+  if (statement.kind === "SELECT" && !statement.writesInCte && seen !== "long") {
     const started = performance.now()
-    const peeked = yield* unsupportedResults(peekPipelined(context, text, values), maxResponseBytes)
+    const read = seen === undefined
+      ? peekPipelined(context, text, values)
+      : boundedPipelined(context, text, values, BOUNDED_ROWS, BOUNDED_BYTES)
+    const peeked = yield* unsupportedResults(read, maxResponseBytes)
     if (Option.isSome(peeked)) {
       const rows = jsonRows(maxResponseBytes)
       for (const row of peeked.value) yield* rows.add(row)
       return rows.result()
     }
-    longWay.remember(text)
+    longWay.remember(text, seen === undefined ? "bounded" : "long")
     longContext = withTimeSpent(context, performance.now() - started)
   }
   return yield* unsupportedResults(withPipelinedTransaction(longContext, (connection) =>
@@ -159,23 +163,28 @@ const jsonRows = (maxBytes: number) => {
   }
 }
 
+/** A list's worth of rows (a console page is 50), and a bound on what a bounded read holds. */
+const BOUNDED_ROWS = 100
+const BOUNDED_BYTES = 1024 * 1024
+
 const LONG_WAY_MAX = 1_000
 const REMEMBERED_TEXT_MAX = 1_024
 
 /**
- * SELECT texts a peek did not settle (more than one row, a write): the next call of the
- * same text goes the long way at once instead of paying a wasted round trip. Bounded (texts up to
- * 1,024 characters, at most 1,000 of them, the oldest forgotten first): a longer text is peeked
- * at every time.
+ * SELECT texts a peek did not settle (more than one row, a write). The next call of a text with
+ * more than one row is read bounded (`boundedPipelined`: up to BOUNDED_ROWS rows and BOUNDED_BYTES
+ * in one round trip, planned once); a text that is more than that, or writes, goes the long way at
+ * once ("long") instead of paying a wasted round trip. Bounded (texts up to 1,024 characters, at
+ * most 1,000 of them, the oldest forgotten first): a longer text is peeked at every time.
  */
 const makeLongWay = () => {
-  const texts = new Set<string>()
+  const texts = new Map<string, "bounded" | "long">()
   return {
-    has: (text: string) => texts.has(text),
-    remember: (text: string) => {
+    get: (text: string) => texts.get(text),
+    remember: (text: string, way: "bounded" | "long") => {
       if (text.length > REMEMBERED_TEXT_MAX) return
-      if (texts.size >= LONG_WAY_MAX) texts.delete(texts.values().next().value!)
-      texts.add(text)
+      if (!texts.has(text) && texts.size >= LONG_WAY_MAX) texts.delete(texts.keys().next().value!)
+      texts.set(text, way)
     }
   }
 }
