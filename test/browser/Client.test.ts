@@ -3,12 +3,12 @@
  * bundle it and loaded by a page of another origin: the page signs in, runs /sql, hears a
  * page_change and streams a chat reply, all through the client.
  */
-import chromiumBinary from "@sparticuz/chromium"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type Browser, chromium } from "playwright-core"
+import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ChatEvent, PageEvent } from "../../src/client/index.ts"
+import { launchBrowser } from "../support/browser.ts"
 import { inviteAsDatabaseAdmin, post, type SignIn, signedIn } from "../support/auth.ts"
 import { type ChatStack, startChatStack } from "../support/chat.ts"
 import { bundleClient } from "../support/clientBundle.ts"
@@ -76,12 +76,7 @@ beforeAll(async () => {
   stack = await startChatStack({ CORS_ORIGINS: origin })
   turns = scriptedTurns(stack.model)
   builder = await signedIn(stack, "client-page-builder@plinth.test", "owner")
-  browser = await chromium.launch({
-    executablePath: await chromiumBinary.executablePath(),
-    // Its own list turns web security off (for serverless scraping); the page must pass CORS like any.
-    args: chromiumBinary.args.filter((arg) => arg !== "--disable-web-security"),
-    headless: true
-  })
+  browser = await launchBrowser()
 }, 60_000)
 afterAll(async () => {
   await browser?.close()

@@ -4,11 +4,11 @@
  * receives a page_change on an EventSource with `?token=`, and streams a chat reply with fetch; the
  * same page from an origin CORS_ORIGINS does not list is blocked by the browser.
  */
-import chromiumBinary from "@sparticuz/chromium"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { launchBrowser } from "../support/browser.ts"
 import { inviteAsDatabaseAdmin, post, type SignIn, signedIn } from "../support/auth.ts"
 import { type ChatStack, startChatStack } from "../support/chat.ts"
 import { scriptedTurns, text, type Turns } from "../chat/helpers.ts"
@@ -120,12 +120,7 @@ beforeAll(async () => {
   stack = await startChatStack({ CORS_ORIGINS: allowed.origin })
   turns = scriptedTurns(stack.model)
   builder = await signedIn(stack, "browser-builder@plinth.test", "owner")
-  browser = await chromium.launch({
-    executablePath: await chromiumBinary.executablePath(),
-    // Its own list turns web security off (for serverless scraping); CORS is what is tested here.
-    args: chromiumBinary.args.filter((arg) => arg !== "--disable-web-security"),
-    headless: true
-  })
+  browser = await launchBrowser()
 }, 60_000)
 afterAll(async () => {
   await browser?.close()
