@@ -267,9 +267,78 @@ describe("plinth app export / import", () => {
     const publicDefinition = await exported("public")
     expect(publicDefinition).toMatchObject({ plinth_app: 1, schema: "public", tables: [{ name: "notes" }], views: [], pages: [] })
     expect(publicDefinition).not.toHaveProperty("display_name")
-    const copy = await plinth(["app", "import", writeDefinition("public.json", publicDefinition), "--as", "notes_app"])
+    const publicFile = writeDefinition("public.json", publicDefinition)
+    const copy = await plinth(["app", "import", publicFile, "--as", "notes_app"])
     expect(copy.stdout.trim()).toMatch(/as notes_app: 1 table, 0 views, 0 pages\.$/)
+    // Into public itself: while it has no managed tables (the fresh database), then refused.
+    expect((await plinth(["app", "import", publicFile], fresh)).stdout.trim()).toMatch(/as public: 1 table, 0 views, 0 pages\.$/)
+    expect(await exported("public", fresh)).toEqual(publicDefinition)
+    expectOneLine(await plinth(["app", "import", publicFile], fresh), /as public: public already has managed tables, views or pages; import into a new app with --as <schema>$/)
     expectOneLine(await plinth(["app", "export", "nowhere"]), /^plinth: no app nowhere /)
     expect(readFileSync(file, "utf8")).toContain("\"plinth_app\": 1")
   }, 60_000)
+})
+
+describe("an app with a reference cycle, a self-reference and defaults of every kind", () => {
+  it("imports and exports the same definition and introspects the same", async () => {
+    const owner = await signedIn(stack, "owner3@appdef.test", "owner")
+    const app = "graph"
+    result(await call(stack, owner, "sys.create_app($1, $2, $3)", [app, "Graph", ""]))
+    result(await createTable(stack, owner, "nodes", [
+      { name: "title", type: "text", default: "it's \\ here" },
+      { name: "parent", type: "reference", references: "nodes" },
+      { name: "weight", type: "integer", default: 5 },
+      { name: "ratio", type: "numeric", default: "0.5" },
+      { name: "big", type: "bigint" },
+      { name: "meta", type: "json", default: "{\"a\": [1, 2]}" },
+      { name: "seen_at", type: "timestamp", default: "2026-01-02T03:04:05Z" },
+      { name: "site", type: "url" },
+      { name: "token", type: "uuid", unique: true },
+      { name: "on_day", type: "date", default: "2026-05-01" }
+    ], app))
+    result(await createTable(stack, owner, "edges", [{ name: "source", type: "reference", references: "nodes", required: true }], app))
+    // The cycle: nodes gets a reference to edges once edges exists.
+    result(await alterTable(stack, owner, "nodes", [{ op: "add_column", column: { name: "first_edge", type: "reference", references: "edges" } }], app))
+    const definition = await exported(app)
+    const tables = definition["tables"] as ReadonlyArray<{ name: string; columns: ReadonlyArray<Record<string, unknown>> }>
+    expect(tables.find((t) => t.name === "nodes")!.columns.filter((c) => "default" in c).map((c) => [c["name"], c["default"]])).toEqual([
+      ["title", "it's \\ here"],
+      ["weight", "5"],
+      ["ratio", "0.5"],
+      ["meta", "{\"a\": [1, 2]}"],
+      ["seen_at", "2026-01-02 03:04:05+00"],
+      ["on_day", "2026-05-01"]
+    ])
+    const imported = await plinth(["app", "import", writeDefinition("graph.json", definition), "--as", "graph_copy"])
+    expect(imported.errors).toEqual([])
+    expect(await exported("graph_copy")).toEqual({ ...definition, schema: "graph_copy" })
+    expect(await introspection(stack.db, "graph_copy")).toEqual(await introspection(stack.db, app))
+    expect(await catalog(stack.db, "graph_copy")).toEqual(await catalog(stack.db, app))
+  }, 60_000)
+})
+
+describe("plinth app --tenant", () => {
+  it("exports from and imports into a tenant's database; without --tenant in multi-tenant mode, one line", async () => {
+    const tenant = `plinth_test_appdef_${Math.random().toString(36).slice(2, 8)}`
+    const env = { ...envOf(stack.db), MULTI_TENANT: "true" }
+    const run = async (args: ReadonlyArray<string>) => {
+      const child = runPlinth(args, env)
+      const code = await child.exited
+      return { code, stdout: child.stdout(), errors: child.stderr().trim().split("\n").filter((line) => line !== "") }
+    }
+    try {
+      expect((await run(["tenant", "create", tenant])).code).toBe(0)
+      const definition = await exported(APP)
+      const file = writeDefinition("tenant.json", definition)
+      const imported = await run(["app", "import", file, "--tenant", tenant])
+      expect(imported.errors).toEqual([])
+      expect(imported.stdout.trim()).toBe(`Imported ${file} as ${APP}: 2 tables, 1 view, 1 page.`)
+      const back = await run(["app", "export", APP, "--tenant", tenant])
+      expect(JSON.parse(back.stdout)).toEqual(definition)
+      expectOneLine(await run(["app", "export", APP]), /^plinth: multi-tenant mode: name the tenant with --tenant <name>$/)
+      expectOneLine(await run(["app", "import", file]), /^plinth: multi-tenant mode: name the tenant with --tenant <name>$/)
+    } finally {
+      await query(stack.db.adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS "${tenant}" WITH (FORCE)`))
+    }
+  }, 120_000)
 })
