@@ -51,6 +51,8 @@ BEGIN
       RAISE EXCEPTION 'no app %', quote_literal(coalesce(p_schema, 'null')) USING ERRCODE = 'P0002';
     END IF;
   END IF;
+  -- Names resolve as in a request of the app (and as sys.create_view resolves them).
+  PERFORM set_config('search_path', format('%I, public, pg_catalog', p_schema), true);
   RETURN jsonb_build_object('plinth_app', 1, 'schema', p_schema) || v_head || jsonb_build_object(
     'tables', coalesce((
       SELECT jsonb_agg(sys.without_null_keys(jsonb_build_object(
@@ -82,9 +84,13 @@ BEGIN
       )) ORDER BY t.table_name)
       FROM sys.table_metadata t WHERE t.schema_name = p_schema
     ), '[]'::jsonb),
-    -- In the order they were made (their oids): a view may read an earlier one.
+    -- In the order they were made (their oids): a view may read an earlier one. The SELECT is the
+    -- catalog's, not the text recorded when it was made: a column renamed since is followed, and with
+    -- the app's schema first on the path its own tables are named unqualified (an import --as reads
+    -- the copy's).
     'views', coalesce((
-      SELECT jsonb_agg(jsonb_build_object('name', v.view_name, 'sql', v.definition)
+      SELECT jsonb_agg(jsonb_build_object('name', v.view_name,
+          'sql', rtrim(btrim(pg_get_viewdef(format('%I.%I', v.schema_name, v.view_name)::regclass, true)), ';'))
         ORDER BY to_regclass(format('%I.%I', v.schema_name, v.view_name))::oid, v.view_name)
       FROM sys.managed_views v WHERE v.schema_name = p_schema
     ), '[]'::jsonb),

@@ -332,15 +332,17 @@ const audit = Command.make("audit").pipe(
 /** A definition file larger than this is refused before it is read (pages are at most 1 MB each). */
 const MAX_DEFINITION_BYTES = 64 * 1024 * 1024
 
+const cannotRead = (file: string) => (error: unknown) =>
+  new CliFailure({ message: `cannot read ${file}: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}` })
+
+/** The definition in `file`, decoded; each way it can be wrong is one line naming the file. */
 const readDefinition = (file: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      const size = (await stat(file)).size
-      if (size > MAX_DEFINITION_BYTES) throw new Error(`${file} is larger than ${MAX_DEFINITION_BYTES / 1024 / 1024} MiB`)
-      return await readFile(file, "utf8")
-    },
-    catch: (error) => new CliFailure({ message: `cannot read ${file}: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}` })
-  }).pipe(
+  Effect.tryPromise({ try: () => stat(file), catch: cannotRead(file) }).pipe(
+    Effect.filterOrFail(
+      (info) => info.size <= MAX_DEFINITION_BYTES,
+      () => new CliFailure({ message: `cannot read ${file}: larger than ${MAX_DEFINITION_BYTES / 1024 / 1024} MiB` })
+    ),
+    Effect.andThen(Effect.tryPromise({ try: () => readFile(file, "utf8"), catch: cannotRead(file) })),
     Effect.flatMap((text) =>
       Effect.try({
         try: (): unknown => JSON.parse(text),
