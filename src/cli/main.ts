@@ -2,15 +2,17 @@
 /**
  * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
  * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`,
- * `users list|deactivate|activate|role`, `db url`, `audit prune`, and `tenant create|list|migrate`
- * for multi-tenant mode.
+ * `users list|deactivate|activate|role`, `db url`, `audit prune`, `app export|import`, and
+ * `tenant create|list|migrate` for multi-tenant mode.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
 import { SqlClient, SqlError } from "effect/sql"
 import { existsSync } from "node:fs"
+import { readFile, stat } from "node:fs/promises"
 import * as path from "node:path"
+import * as AppDefinition from "../services/AppDefinition.ts"
 import { pruneAuditEvents } from "../services/AuditTrail.ts"
 import { describeFailure } from "../services/DatabaseError.ts"
 import { maskEmail } from "../services/EmailMask.ts"
@@ -327,6 +329,72 @@ const audit = Command.make("audit").pipe(
   ])
 )
 
+/** A definition file larger than this is refused before it is read (pages are at most 1 MB each). */
+const MAX_DEFINITION_BYTES = 64 * 1024 * 1024
+
+const cannotRead = (file: string) => (error: unknown) =>
+  new CliFailure({ message: `cannot read ${file}: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}` })
+
+/** The definition in `file`, decoded; each way it can be wrong is one line naming the file. */
+const readDefinition = (file: string) =>
+  Effect.tryPromise({ try: () => stat(file), catch: cannotRead(file) }).pipe(
+    Effect.filterOrFail(
+      (info) => info.size <= MAX_DEFINITION_BYTES,
+      () => new CliFailure({ message: `cannot read ${file}: larger than ${MAX_DEFINITION_BYTES / 1024 / 1024} MiB` })
+    ),
+    Effect.andThen(Effect.tryPromise({ try: () => readFile(file, "utf8"), catch: cannotRead(file) })),
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: (): unknown => JSON.parse(text),
+        catch: () => new CliFailure({ message: `${file} is not JSON (an app definition is what plinth app export prints)` })
+      })
+    ),
+    Effect.flatMap(AppDefinition.decode),
+    Effect.mapError((error) => error._tag === "InvalidAppDefinition" ? new CliFailure({ message: `invalid app definition ${file}: ${error.message}` }) : error)
+  )
+
+const app = Command.make("app").pipe(
+  Command.withDescription("App definitions: an app schema's tables, views, permissions and pages as JSON (no rows)"),
+  Command.withSubcommands([
+    Command.make("export", {
+      schema: Argument.String("schema").pipe(Argument.withDescription("the app's schema name, or public")),
+      tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant whose app this is"))
+    }, ({ schema, tenant }) =>
+      Effect.gen(function*() {
+        const definition = yield* withDatabase(yield* adminUrlFor(tenant), AppDefinition.exportApp(schema)).pipe(
+          Effect.catchTags({
+            AppNotFound: () => Effect.fail(new CliFailure({ message: `no app ${schema} (plinth app export <schema>: an app's schema name, or public)` })),
+            InvalidAppDefinition: (error) => Effect.fail(new CliFailure({ message: `cannot export ${schema}: ${error.message}` })),
+            SqlError: (error) => Effect.fail(new CliFailure({ message: `cannot export ${schema}: ${describeFailure(error)}` }))
+          })
+        )
+        yield* Console.log(JSON.stringify(definition, null, 2))
+      }).pipe(Effect.provide(Base))).pipe(
+      Command.withDescription("Print the JSON definition of an app schema (or public): tables, column specs, views, permissions, pages, home pages")
+    ),
+    Command.make("import", {
+      file: Argument.String("file").pipe(Argument.withDescription("a JSON app definition, as plinth app export prints it")),
+      as: Flag.String("as").pipe(Flag.optional, Flag.withDescription("the schema to create (default: the definition's own)")),
+      tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant to import into"))
+    }, ({ as, file, tenant }) =>
+      // Before Base: a broken file starts no database.
+      Effect.flatMap(readDefinition(file), (definition) =>
+        Effect.gen(function*() {
+          const target = Option.getOrElse(as, () => definition.schema)
+          const result = yield* withDatabase(yield* adminUrlFor(tenant), AppDefinition.importApp(definition, target)).pipe(
+            Effect.catchTags({
+              AppImportRefused: (error) => Effect.fail(new CliFailure({ message: `cannot import ${file} as ${target}: ${error.message}` })),
+              SqlError: (error) => Effect.fail(new CliFailure({ message: `cannot import ${file} as ${target}: ${describeFailure(error)}` }))
+            })
+          )
+          const count = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`
+          yield* Console.log(`Imported ${file} as ${result.schema}: ${count(result.tables, "table")}, ${count(result.views, "view")}, ${count(result.pages, "page")}.`)
+        }).pipe(Effect.provide(Base)))).pipe(
+      Command.withDescription("Create an app (or public's tables) from a JSON definition, in one transaction; refused when the app exists")
+    )
+  ])
+)
+
 const tenantName = Argument.String("name").pipe(Argument.withDescription("a-z, 0-9 and _, starting with a letter"))
 
 const tenant = Command.make("tenant").pipe(
@@ -356,7 +424,7 @@ const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.pr
 
 export const plinth = Command.make("plinth").pipe(
   Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
-  Command.withSubcommands([start, serve, migrate, invite, users, db, audit, tenant])
+  Command.withSubcommands([start, serve, migrate, invite, users, db, audit, app, tenant])
 )
 
 /** A mistyped command line is its error and the command's one-line usage, not the whole help. */
