@@ -11,6 +11,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { magicLinkUrl } from "../../src/services/Mailer.ts"
 import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, startAuthStack } from "../support/auth.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
+import { query } from "../support/database.ts"
+import { eventually } from "../support/eventually.ts"
 
 let stack: AuthStack
 let browser: Browser
@@ -218,6 +220,28 @@ describe("the shell and the admin screens", () => {
     const firstRow = table.getByRole("row").nth(1)
     expect(await firstRow.getByRole("cell").nth(1).textContent()).toBe("user.sign_in")
   })
+})
+
+describe("live", () => {
+  it("a resync (the server's LISTEN connection is back) reads introspection again: a table created meanwhile shows up with no move", async () => {
+    const page = await signInAs("live-owner@plinth.test", "owner")
+    const navigation = page.getByRole("navigation", { name: "Main" })
+    await navigation.getByRole("status").filter({ hasText: "Loading tables" }).waitFor({ state: "detached" })
+    const jwt = (await page.evaluate(() => sessionStorage.getItem("plinth.token")))!
+    const created = await post(stack.main.url, "/sql", { sql: "SELECT sys.create_table($1, $2)", params: ["invoices", [{ name: "number", type: "text" }]] }, { token: jwt })
+    expect(created.status).toBe(200)
+    const invoices = navigation.getByRole("link", { name: "Invoices" })
+    expect(await invoices.count()).toBe(0)
+
+    // The tab's stream may still be opening at the first kill: kill again until it hears its resync.
+    const shown = await eventually(async () => {
+      await query(stack.db.adminUrl, (sql) =>
+        sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'plinth listen'`)
+      return invoices.waitFor({ timeout: 3_000 }).then(() => true, () => false)
+    }, 20_000)
+    expect(shown).toBe(true)
+  }, 30_000)
 })
 
 describe("accessibility (axe-core, WCAG 2 A and AA)", () => {

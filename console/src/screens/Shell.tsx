@@ -167,6 +167,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
           <ul>
             <li><Link to={appPath(app)} current={screen.kind === "home"}>Overview</Link></li>
           </ul>
+          {schema === null && schemaError === null ? <p role="status" class="hint">Loading tables…</p> : null}
           {navigation.map((group) => (
             <section key={group.schema} aria-label={group.schema === app ? "Tables" : `Tables of ${group.schema}`}>
               <h3>{group.schema === app ? "Tables" : group.schema === "public" ? "Shared tables" : group.schema}</h3>
