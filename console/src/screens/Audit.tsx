@@ -1,6 +1,6 @@
 /** The audit trail, newest first (GET /admin/audit), for owners and admins. */
 import { useEffect, useState } from "preact/hooks"
-import { type AuditEvent, describe, listAuditEvents } from "../api.ts"
+import { type AuditEvent, describe, listAuditEvents, listUsers } from "../api.ts"
 import { formatTime, Message, useTitle } from "../components.tsx"
 
 const PAGE = 100
@@ -11,6 +11,12 @@ export const Audit = () => {
   const [limit, setLimit] = useState(PAGE)
   const [events, setEvents] = useState<ReadonlyArray<AuditEvent> | null>(null)
   const [error, setError] = useState<string | null>(null)
+  // Users by id, so that events name people by their address (the trail keeps ids).
+  const [emails, setEmails] = useState<ReadonlyMap<string, string>>(new Map())
+  useEffect(() => {
+    listUsers().then((users) => setEmails(new Map(users.map((user) => [user.id, user.email]))), () => undefined)
+  }, [])
+  const person = (id: string | null) => (id === null ? null : emails.get(id) ?? id)
   useEffect(() => {
     listAuditEvents(limit).then(
       (answer) => {
@@ -45,8 +51,8 @@ export const Audit = () => {
                   <tr key={event.id}>
                     <td>{formatTime(event.at)}</td>
                     <td>{event.action}</td>
-                    <td>{event.target ?? ""}</td>
-                    <td>{event.actor_role}{event.actor_id === null ? "" : ` ${event.actor_id.slice(0, 8)}`}</td>
+                    <td>{event.action.startsWith("user.") && event.action !== "user.sign_in_failed" ? person(event.target) : event.target ?? ""}</td>
+                    <td>{event.actor_role}{event.actor_id === null ? "" : ` ${person(event.actor_id)}`}</td>
                     <td><code>{Object.keys(event.details).length === 0 ? "" : JSON.stringify(event.details)}</code></td>
                   </tr>
                 ))}
