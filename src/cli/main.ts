@@ -19,6 +19,7 @@ import { maskEmail } from "../services/EmailMask.ts"
 import { magicLinkUrl } from "../services/Mailer.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import * as UserAdmin from "../services/UserAdmin.ts"
+import { ensureConsoleBuilt } from "../layers/ConsoleBuild.ts"
 import { DatabaseUrls, EMBEDDED_DATABASE, migrateDatabase, requireUrl, withDatabase } from "../layers/Database.ts"
 import { portTaken, runningServer } from "../layers/EmbeddedPostgres.ts"
 import { loadLocalSecrets } from "../layers/LocalSecrets.ts"
@@ -95,9 +96,12 @@ const runServices = (services: ReadonlyArray<"main" | "chat">) =>
         if (result.applied.length > 0) yield* Effect.logInfo(`tenant ${result.name}: applied ${result.applied.join(", ")}`)
       }
     }
+    // Beside the start, not before it: the API is served at once, the console once it is built.
+    if (services.includes("main")) yield* Effect.forkScoped(ensureConsoleBuilt)
     for (const service of services) yield* Layer.build(service === "main" ? MainService : ChatService)
     const base = (port: number) => `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`
     if (services.includes("main")) yield* Console.log(`Plinth main service: ${base(config.port)}`)
+    if (services.includes("main")) yield* Console.log(`Plinth console: ${base(config.port)}/console/`)
     if (services.includes("chat")) yield* Console.log(`Plinth chat service: ${base(config.chatPort)}`)
     if (urls.embedded) yield* firstOwnerHint
     return yield* Effect.never

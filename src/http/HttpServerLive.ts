@@ -98,7 +98,10 @@ const isDecodable = (url: string) => {
   }
 }
 
-const NotFoundRoute = HttpRouter.add("*", "*", Effect.succeed(HttpServerResponse.jsonUnsafe({ error: "not found" }, { status: 404 })))
+const notFound = Effect.succeed(HttpServerResponse.jsonUnsafe({ error: "not found" }, { status: 404 }))
+
+/** What answers a request no route matches (the main service's console, ConsoleRoutes.ts); it answers 404 for what it does not serve. */
+export type Fallback = (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 
 export interface ListenOptions {
   readonly host: string
@@ -109,10 +112,11 @@ export interface ListenOptions {
 
 /**
  * Serves `routes` on `host:port` until the scope closes; exposes the server (its bound address).
- * `cors` says which pages of other origins may call it (none by default).
+ * `cors` says which pages of other origins may call it (none by default); `fallback` answers what
+ * no route matches (by default a JSON 404).
  */
-export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: ListenOptions, cors: CorsPolicy = NO_CORS) =>
-  HttpRouter.serve(Layer.mergeAll(routes, NotFoundRoute, Layer.unwrap(Effect.map(Effect.service(RequestLog), (log) => responses(cors, log)))), {
+export const serveHttp = <E, R>(routes: Layer.Layer<never, E, R>, options: ListenOptions, cors: CorsPolicy = NO_CORS, fallback?: Fallback) =>
+  HttpRouter.serve(Layer.mergeAll(routes, HttpRouter.add("*", "*", fallback ?? notFound), Layer.unwrap(Effect.map(Effect.service(RequestLog), (log) => responses(cors, log)))), {
     disableLogger: true,
     disableListenLog: true
   }).pipe(

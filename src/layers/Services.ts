@@ -7,6 +7,7 @@ import { SqlClient } from "effect/sql"
 import { ConversationActors } from "../actors/ConversationActor.ts"
 import { makeSharedRateLimiter, RateLimiter } from "../actors/RateLimiter.ts"
 import { ChatRoutes } from "../http/ChatRoutes.ts"
+import { serveConsole } from "../http/ConsoleRoutes.ts"
 import { makeCorsPolicy } from "../http/Cors.ts"
 import { type ListenOptions, serveHttp } from "../http/HttpServerLive.ts"
 import { MainRoutes } from "../http/MainRoutes.ts"
@@ -20,6 +21,7 @@ import { SqlGuard } from "../services/SqlGuard.ts"
 import { SqlRunner } from "../services/SqlRunner.ts"
 import { StatementAdmission } from "../services/StatementAdmission.ts"
 import { AccessTokensLive } from "./AccessTokensLive.ts"
+import { CONSOLE_OUTPUT_DIR } from "./ConsoleBuild.ts"
 import { requireUrl } from "./Database.ts"
 import { ChallengeInMemory, challengeLayer, MailerLive, ModelLive } from "./Integrations.ts"
 import { tenantSource } from "./Tenancy.ts"
@@ -52,11 +54,14 @@ const TempFileLimitCheck = Layer.effectDiscard(Effect.gen(function*() {
 
 const redactedValue = (value: Option.Option<Redacted.Redacted<string>>) => Option.getOrUndefined(Option.map(value, Redacted.value))
 
-/** The main service, connected as `authenticator` (in multi-tenant mode: to the control database). */
+/**
+ * The main service, connected as `authenticator` (in multi-tenant mode: to the control database),
+ * and the console, which answers what no route matches (its files are the same for every tenant).
+ */
 export const mainService = (listen: ListenOptions, databaseUrl: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* PlinthConfig
-    return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins)).pipe(
+    return serveHttp(MainRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins), serveConsole(CONSOLE_OUTPUT_DIR, config)).pipe(
       Layer.provide(Layer.mergeAll(MainDependencies, ProcessTenant, TempFileLimitCheck, requestLogSetting(config.logRequests))),
       Layer.provideMerge(tenantSource(databaseUrl, redactedValue(config.tenantDatabaseUrl)))
     )

@@ -5,6 +5,9 @@
 import { Config, Context, Duration, Effect, Layer, type LogLevel, Option, Redacted, Schema, SchemaIssue, SchemaTransformation } from "effect"
 import { DEFAULT_TRUSTED_PROXIES, TrustedProxies } from "./TrustedProxies.ts"
 
+/** Where the main service serves the console (src/http/ConsoleRoutes.ts), and so APP_URL's default path. */
+export const CONSOLE_PATH = "/console"
+
 const Environment = Schema.Literals(["development", "production", "test"])
 
 /** `24h`, `15m`, `30s`, `7d`, or Effect's own `"24 hours"`. */
@@ -97,6 +100,15 @@ export const defaultCorsOrigins = (appUrl: URL, nodeEnv: string): ReadonlyArray<
   ...(nodeEnv === "development" ? ["http://localhost:*", "http://127.0.0.1:*"] : [])
 ]
 
+/**
+ * The address a browser on this machine reaches a service at: its HOST, or `localhost` when it listens
+ * on every address (a browser cannot open 0.0.0.0).
+ */
+export const localServiceUrl = (host: string, port: number, path = "/"): URL => {
+  const name = host === "0.0.0.0" || host === "::" || host === "" ? "localhost" : host.includes(":") ? `[${host}]` : host
+  return new URL(path, `http://${name}:${port}`)
+}
+
 const optionalSecret = (name: string) => Config.option(Config.Redacted(name))
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 
@@ -112,13 +124,15 @@ export const ConfigValues = Config.all({
   pgPort: Config.Port("PLINTH_PG_PORT").pipe(Config.withDefault(54329)),
   jwtSecret: optionalSecret("JWT_SECRET"),
   jwtTtl: Config.schema(PositiveDuration, "JWT_TTL").pipe(Config.withDefault(Duration.hours(24))),
-  appUrl: Config.URL("APP_URL").pipe(Config.withDefault(new URL("http://localhost:5173"))),
+  appUrlSetting: Config.option(Config.URL("APP_URL")),
+  chatUrlSetting: Config.option(Config.URL("CHAT_URL")),
   corsOriginsSetting: Config.option(Config.schema(CorsOrigins, "CORS_ORIGINS")),
   mailApiKey: optionalSecret("MAIL_API_KEY"),
   mailDomain: optionalString("MAIL_DOMAIN"),
   mailFrom: optionalString("MAIL_FROM"),
   mailApiUrl: Config.URL("MAIL_API_URL").pipe(Config.withDefault(new URL("https://api.mailgun.net"))),
   challengeSecret: optionalSecret("CHALLENGE_SECRET"),
+  challengeSiteKey: optionalString("CHALLENGE_SITE_KEY"),
   challengeVerifyUrl: Config.URL("CHALLENGE_VERIFY_URL").pipe(
     Config.withDefault(new URL("https://challenges.cloudflare.com/turnstile/v0/siteverify"))
   ),
@@ -153,6 +167,10 @@ export const ConfigValues = Config.all({
 
 export interface ConfigShape extends Config.Success<typeof ConfigValues> {
   readonly isProduction: boolean
+  /** The web app links in emails lead to (APP_URL): by default the console this main service serves. */
+  readonly appUrl: URL
+  /** Where browsers reach the chat service (CHAT_URL): by default HOST:CHAT_PORT. */
+  readonly chatUrl: URL
   /** The origins whose pages may call the services (CORS_ORIGINS, or its default). */
   readonly corsOrigins: ReadonlyArray<string>
 }
@@ -186,12 +204,16 @@ export const loadConfig: Effect.Effect<ConfigShape, InvalidConfig> = ConfigValue
   Effect.mapError((error) => new InvalidConfig({ message: `invalid configuration: ${configErrorLine(error)}` })),
   Effect.flatMap((values) =>
     Option.match(checkCombinations(values), {
-      onNone: () =>
-        Effect.succeed({
+      onNone: () => {
+        const appUrl = Option.getOrElse(values.appUrlSetting, () => localServiceUrl(values.host, values.port, CONSOLE_PATH))
+        return Effect.succeed({
           ...values,
           isProduction: values.nodeEnv === "production",
-          corsOrigins: Option.getOrElse(values.corsOriginsSetting, () => defaultCorsOrigins(values.appUrl, values.nodeEnv))
-        }),
+          appUrl,
+          chatUrl: Option.getOrElse(values.chatUrlSetting, () => localServiceUrl(values.host, values.chatPort)),
+          corsOrigins: Option.getOrElse(values.corsOriginsSetting, () => defaultCorsOrigins(appUrl, values.nodeEnv))
+        })
+      },
       onSome: (line) => Effect.fail(new InvalidConfig({ message: `invalid configuration: ${line}` }))
     })
   )

@@ -33,7 +33,7 @@ describe("defaults", () => {
       logLevel: "Info"
     })
     expect(Duration.toHours(config.jwtTtl)).toBe(24)
-    expect(config.appUrl.toString()).toBe("http://localhost:5173/")
+    expect(config.appUrl.toString()).toBe("http://127.0.0.1:3000/console")
     expect(config.mailApiUrl.toString()).toBe("https://api.mailgun.net/")
     expect(config.challengeVerifyUrl.toString()).toBe("https://challenges.cloudflare.com/turnstile/v0/siteverify")
     for (const key of ["databaseUrl", "chatDatabaseUrl", "adminDatabaseUrl", "jwtSecret", "mailApiKey", "challengeSecret", "anthropicApiKey"] as const) {

@@ -28,7 +28,7 @@ const PRODUCTION = { NODE_ENV: "production", JWT_SECRET: "x".repeat(32) }
 
 describe("CORS_ORIGINS", () => {
   it("defaults to APP_URL's origin, plus any port of localhost and 127.0.0.1 in development", async () => {
-    expect(await originsOf({})).toEqual(["http://localhost:5173", "http://localhost:*", "http://127.0.0.1:*"])
+    expect(await originsOf({})).toEqual(["http://127.0.0.1:3000", "http://localhost:*", "http://127.0.0.1:*"])
     expect(await originsOf({ APP_URL: "https://app.example.com/base/" })).toEqual(["https://app.example.com", "http://localhost:*", "http://127.0.0.1:*"])
     expect(await originsOf({ ...PRODUCTION, APP_URL: "https://app.example.com" })).toEqual(["https://app.example.com"])
     expect(await originsOf({ NODE_ENV: "test", APP_URL: "http://app.test:8080" })).toEqual(["http://app.test:8080"])

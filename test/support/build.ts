@@ -1,11 +1,13 @@
 /**
  * `npm run build` for the tests that use dist/ (the built `plinth`, the `plinth/client` export).
  * Test files run in parallel, and two builds writing dist/ at once break each other, so a build
- * runs under a lock, and not at all when dist/ is newer than everything it is built from.
+ * runs under a lock, and not at all when dist/ is newer than everything it is built from. The
+ * console's build (part of npm run build) can also be made alone.
  */
 import { spawn } from "node:child_process"
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import path from "node:path"
+import { buildConsole, consoleIsStale } from "../../src/layers/ConsoleBuild.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const LOCK = path.join(ROOT, ".test-results", "build.lock")
@@ -57,6 +59,16 @@ export const ensureBuilt = async (): Promise<void> => {
     if (mtimeOr(STAMP, 0) > sources) return
     await runBuild()
     writeFileSync(STAMP, new Date().toISOString())
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true })
+  }
+}
+
+/** The console's build (dist/console) from the current sources, under the same lock. */
+export const ensureConsoleBuilt = async (): Promise<void> => {
+  await acquire()
+  try {
+    if (consoleIsStale()) await buildConsole()
   } finally {
     rmSync(LOCK, { recursive: true, force: true })
   }

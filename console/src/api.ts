@@ -1,0 +1,102 @@
+/**
+ * The console's calls, through `plinth/client` only: one client per app (its `X-App-Schema`) for the
+ * signed-in user, a 401 anywhere ending the session, and every failure said in words.
+ */
+import { type AsyncPlinthClient, createPlinthClient } from "plinth/client"
+import { session } from "./session.ts"
+
+
+export interface ConsoleConfig {
+  readonly chatUrl: string
+  readonly challengeSiteKey: string | null
+  readonly passwordSignIn: boolean
+  readonly multiTenant: boolean
+}
+
+export const loadConfig = async (): Promise<ConsoleConfig> => {
+  const response = await fetch("/console/config.json")
+  if (!response.ok) throw new Error(`config.json: ${response.status}`)
+  return (await response.json()) as ConsoleConfig
+}
+
+const clients = new Map<string, AsyncPlinthClient>()
+session.subscribe(() => clients.clear())
+
+/** A client of the main service for the signed-in user (or nobody), in `appSchema`. */
+export const clientFor = (appSchema = "public"): AsyncPlinthClient => {
+  let client = clients.get(appSchema)
+  if (client === undefined) {
+    const token = session.get()?.token
+    client = createPlinthClient({
+      url: location.origin,
+      ...(token === undefined ? {} : { token }),
+      ...(appSchema === "public" ? {} : { appSchema })
+    })
+    clients.set(appSchema, client)
+  }
+  return client
+}
+
+export const SESSION_ENDED = "Your session has ended. Please sign in again."
+
+const tagOf = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string" ? error._tag : undefined
+
+/** A call as the signed-in user: a 401 signs them out (the token is no good any more). */
+export const call = async <A>(use: (client: AsyncPlinthClient) => Promise<A>, appSchema?: string): Promise<A> => {
+  try {
+    return await use(clientFor(appSchema))
+  } catch (error) {
+    if (tagOf(error) === "Unauthorized" && session.get() !== null) session.signOut(SESSION_ENDED)
+    throw error
+  }
+}
+
+/** `POST /sql` in `appSchema`: its rows. */
+export const sql = async (statement: string, params: ReadonlyArray<unknown> = [], appSchema?: string) =>
+  (await call((client) => client.sql(statement, params), appSchema)).rows
+
+/** POST / in `appSchema`: the relations, keys, stats and metadata the user may see. */
+export const introspect = (appSchema: string) => call((client) => client.run((c) => c.mainApi.introspection.introspect({ payload: {} })), appSchema)
+export type Introspection = Awaited<ReturnType<typeof introspect>>
+
+/** GET /admin/users. */
+export const listUsers = () => call((client) => client.run((c) => c.mainApi.users.list()))
+export type UserAccount = Awaited<ReturnType<typeof listUsers>>[number]
+
+/** GET /admin/audit: the newest `limit` events. */
+export const listAuditEvents = (limit: number) => call((client) => client.run((c) => c.mainApi.audit.listAuditEvents({ query: { limit } })))
+export type AuditEvent = Awaited<ReturnType<typeof listAuditEvents>>["events"][number]
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
+
+/** A wait in seconds, as a person says it. */
+export const waitWords = (seconds: number): string =>
+  seconds >= 90 ? plural(Math.ceil(seconds / 60), "minute") : plural(Math.max(1, Math.round(seconds)), "second")
+
+const sentence = (text: string) => {
+  const trimmed = text.trim()
+  if (trimmed === "") return "Something went wrong."
+  const first = trimmed.charAt(0).toUpperCase() + trimmed.slice(1)
+  return /[.!?]$/.test(first) ? first : `${first}.`
+}
+
+/** A failed call, in words (what went wrong and, where there is one, what to do). */
+export const describe = (error: unknown): string => {
+  const tag = tagOf(error)
+  const fields = (typeof error === "object" && error !== null ? error : {}) as { error?: unknown; retryAfterSeconds?: unknown; message?: unknown }
+  if (tag === "TooManyRequests") {
+    const wait = typeof fields.retryAfterSeconds === "number" ? fields.retryAfterSeconds : 60
+    return `Too many attempts. Please try again in ${waitWords(wait)}.`
+  }
+  if (typeof fields.error === "string") return sentence(fields.error)
+  if (typeof fields.error === "object" && fields.error !== null && "message" in fields.error && typeof fields.error.message === "string") {
+    return sentence(fields.error.message)
+  }
+  if (tag === "Unauthorized") return SESSION_ENDED
+  if (tag === "HttpClientError" || error instanceof TypeError) return "The server could not be reached. Please check your connection and try again."
+  return sentence(typeof fields.message === "string" ? fields.message : String(error))
+}
+
+/** The error's tag (`Unauthorized`, `Forbidden`, `TooManyRequests`, ...), to word some cases for their screen. */
+export const errorTag = tagOf

@@ -1,0 +1,10 @@
+/** The addresses of the console's screens, and the app they belong to. */
+
+export interface App {
+  readonly schema_name: string
+  readonly display_name: string
+  readonly description: string
+}
+
+export const appPath = (schema: string) => `/apps/${encodeURIComponent(schema)}`
+export const tablePath = (schema: string, table: string) => `${appPath(schema)}/tables/${encodeURIComponent(table)}`

@@ -1,0 +1,207 @@
+/**
+ * The signed-in console: the app switcher (sys.list_apps; the app is the X-App-Schema of every
+ * call), the navigation drawn from introspection, the user's name and role, sign out, and the
+ * screen of the address. One event stream per tab: `resync` refetches introspection, as does every
+ * move to another screen (so a schema changed by someone else shows up).
+ */
+import { useEffect, useRef, useState } from "preact/hooks"
+import { type ConsoleConfig, describe, type Introspection, introspect, SESSION_ENDED, sql } from "../api.ts"
+import { Message, roleLabel } from "../components.tsx"
+import { navigationOf } from "../navigation.ts"
+import { type App, appPath, tablePath } from "../paths.ts"
+import { Link, navigate, type Route } from "../router.tsx"
+import { isExpired, type Session, session } from "../session.ts"
+import { Audit } from "./Audit.tsx"
+import { AppHome, NewApp, TablePlaceholder } from "./Apps.tsx"
+import { Profile } from "./Profile.tsx"
+import { Users } from "./Users.tsx"
+
+const PUBLIC_APP: App = { schema_name: "public", display_name: "Public", description: "Tables outside any app." }
+const APP_KEY = "plinth.app"
+
+type Screen =
+  | { readonly kind: "home"; readonly app: string | null }
+  | { readonly kind: "table"; readonly app: string; readonly table: string }
+  | { readonly kind: "users" | "audit" | "profile" | "new-app" | "unknown" }
+
+const decode = (part: string) => {
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    return part
+  }
+}
+
+const screenOf = (path: string): Screen => {
+  const parts = path.split("/").filter((part) => part !== "").map(decode)
+  if (parts.length === 0) return { kind: "home", app: null }
+  if (parts[0] === "apps" && parts.length === 2) return { kind: "home", app: parts[1]! }
+  if (parts[0] === "apps" && parts.length === 4 && parts[2] === "tables") return { kind: "table", app: parts[1]!, table: parts[3]! }
+  const only = parts.length === 1 ? parts[0] : undefined
+  if (only === "users" || only === "audit" || only === "profile" || only === "new-app") return { kind: only }
+  return { kind: "unknown" }
+}
+
+const isManager = (role: string) => role === "owner" || role === "admin"
+
+/** The tab's one event stream; `onResync` when the server says events may have been missed. */
+const useEvents = (token: string, onResync: () => void) => {
+  const resync = useRef(onResync)
+  resync.current = onResync
+  useEffect(() => {
+    const events = new EventSource(`/events?token=${encodeURIComponent(token)}`)
+    events.addEventListener("resync", () => resync.current())
+    // A stream refused for good (a 401: the token expired) ends the session; others reconnect by themselves.
+    events.onerror = () => {
+      if (events.readyState === EventSource.CLOSED && isExpired(token)) session.signOut(SESSION_ENDED)
+    }
+    return () => events.close()
+  }, [token])
+}
+
+export const Shell = (props: { readonly config: ConsoleConfig; readonly session: Session; readonly route: Route }) => {
+  const { user, token } = props.session
+  const screen = screenOf(props.route.path)
+  const [apps, setApps] = useState<ReadonlyArray<App> | null>(null)
+  const [appsError, setAppsError] = useState<string | null>(null)
+  const [schema, setSchema] = useState<Introspection | null>(null)
+  const [schemaError, setSchemaError] = useState<string | null>(null)
+  const [resyncs, setResyncs] = useState(0)
+  const [appsVersion, setAppsVersion] = useState(0)
+  useEvents(token, () => setResyncs((count) => count + 1))
+
+  const routeApp = screen.kind === "home" || screen.kind === "table" ? screen.app : null
+  // The app last chosen in this tab, unless it is gone since.
+  const stored = sessionStorage.getItem(APP_KEY)
+  const storedApp = stored !== null && (apps === null || stored === "public" || apps.some((known) => known.schema_name === stored)) ? stored : "public"
+  const app = routeApp ?? storedApp
+  useEffect(() => {
+    sessionStorage.setItem(APP_KEY, app)
+  }, [app])
+
+  useEffect(() => {
+    sql("SELECT schema_name, display_name, description FROM sys.list_apps()").then(
+      (rows) => {
+        setApps(rows as unknown as ReadonlyArray<App>)
+        setAppsError(null)
+      },
+      (error) => setAppsError(describe(error))
+    )
+  }, [appsVersion, resyncs])
+
+  // Every move between screens asks again: introspection is cached by the server, and a schema
+  // changed by someone else shows up.
+  useEffect(() => {
+    let live = true
+    introspect(app).then(
+      (answer) => {
+        if (!live) return
+        setSchema(answer)
+        setSchemaError(null)
+      },
+      (error) => live && setSchemaError(describe(error))
+    )
+    return () => {
+      live = false
+    }
+  }, [app, props.route, resyncs])
+
+  // A new screen: its heading gets the focus, so that a screen reader starts there.
+  useEffect(() => {
+    document.querySelector<HTMLElement>("main h1")?.focus()
+  }, [props.route.path])
+
+  const knownApps = [PUBLIC_APP, ...(apps ?? [])]
+  const currentApp = knownApps.find((known) => known.schema_name === app) ?? { ...PUBLIC_APP, schema_name: app, display_name: app }
+  const navigation = schema === null ? [] : navigationOf(schema.relations, app)
+  const manager = isManager(user.role)
+  const path = props.route.path
+
+  const content = (() => {
+    switch (screen.kind) {
+      case "home":
+        return <AppHome app={currentApp} navigation={navigation} error={schemaError} user={user} config={props.config} />
+      case "table":
+        return <TablePlaceholder app={currentApp} table={screen.table} navigation={navigation} schema={schema} />
+      case "users":
+        return manager ? <Users me={user} /> : <NotAllowed />
+      case "audit":
+        return manager ? <Audit /> : <NotAllowed />
+      case "new-app":
+        return manager ? <NewApp onCreated={(created) => {
+          setAppsVersion((version) => version + 1)
+          navigate(appPath(created))
+        }} /> : <NotAllowed />
+      case "profile":
+        return <Profile user={user} config={props.config} />
+      case "unknown":
+        return (
+          <main>
+            <h1 tabIndex={-1}>Page not found</h1>
+            <p>There is no such page in the console. <Link to="/">Go to the start</Link>.</p>
+          </main>
+        )
+    }
+  })()
+
+  return (
+    <div class="shell">
+      <header class="topbar">
+        <Link to="/" class="brand">Plinth Console</Link>
+        <div class="switcher">
+          <label for="app-switcher">App</label>
+          <select id="app-switcher" value={app} onChange={(event) => navigate(appPath(event.currentTarget.value))}>
+            {knownApps.map((known) => <option key={known.schema_name} value={known.schema_name}>{known.display_name}</option>)}
+          </select>
+        </div>
+        <p class="who">
+          <span>{user.display_name === "" ? user.email : user.display_name}</span> <span class="role">({roleLabel(user.role)})</span>
+        </p>
+        <Link to="/profile" current={path === "/profile"}>Profile</Link>
+        <button type="button" class="secondary" onClick={() => session.signOut()}>Sign out</button>
+      </header>
+      {appsError !== null ? <Message kind="error">The apps could not be listed: {appsError}</Message> : null}
+      <div class="layout">
+        <nav aria-label="Main">
+          <h2>{currentApp.display_name}</h2>
+          <ul>
+            <li><Link to={appPath(app)} current={screen.kind === "home"}>Overview</Link></li>
+          </ul>
+          {schema === null && schemaError === null ? <p role="status" class="hint">Loading tables…</p> : null}
+          {navigation.map((group) => (
+            <section key={group.schema} aria-label={group.schema === app ? "Tables" : `Tables of ${group.schema}`}>
+              <h3>{group.schema === app ? "Tables" : group.schema === "public" ? "Shared tables" : group.schema}</h3>
+              <ul>
+                {group.entries.map((entry) => (
+                  <li key={`${entry.schema}.${entry.name}`}>
+                    <Link to={tablePath(app, entry.name)} current={screen.kind === "table" && screen.table === entry.name}>{entry.label}</Link>
+                  </li>
+                ))}
+              </ul>
+            </section>
+          ))}
+          {manager
+            ? (
+              <section aria-label="Administration">
+                <h3>Administration</h3>
+                <ul>
+                  <li><Link to="/new-app" current={path === "/new-app"}>New app</Link></li>
+                  <li><Link to="/users" current={path === "/users"}>Users</Link></li>
+                  <li><Link to="/audit" current={path === "/audit"}>Audit</Link></li>
+                </ul>
+              </section>
+            )
+            : null}
+        </nav>
+        {content}
+      </div>
+    </div>
+  )
+}
+
+const NotAllowed = () => (
+  <main>
+    <h1 tabIndex={-1}>Not allowed</h1>
+    <p>Only owners and admins may see this page. <Link to="/">Go to the start</Link>.</p>
+  </main>
+)

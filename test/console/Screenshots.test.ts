@@ -1,0 +1,80 @@
+/**
+ * The README's pictures of the console, taken from test fixtures: `npm run screenshots` writes
+ * docs/screenshots/*.png (skipped in other runs). Fixtures: an owner, an app with two related
+ * tables made through /sql, an admin and a member, and the audit trail all that left.
+ */
+import chromiumBinary from "@sparticuz/chromium"
+import { mkdirSync } from "node:fs"
+import path from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type AuthStack, post, signedIn, startAuthStack } from "../support/auth.ts"
+import { ensureConsoleBuilt } from "../support/build.ts"
+
+const OUTPUT = process.env["SCREENSHOTS_DIR"]
+
+let stack: AuthStack
+let browser: Browser
+
+beforeAll(async () => {
+  if (OUTPUT === undefined) return
+  mkdirSync(OUTPUT, { recursive: true })
+  await ensureConsoleBuilt()
+  stack = await startAuthStack()
+  browser = await chromium.launch({
+    executablePath: await chromiumBinary.executablePath(),
+    args: chromiumBinary.args.filter((arg) => arg !== "--disable-web-security"),
+    headless: true
+  })
+}, 120_000)
+afterAll(async () => {
+  await browser?.close()
+  await stack?.close()
+})
+
+const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(OUTPUT!, `${name}.png`) })
+
+describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
+  it("takes the sign-in, app, Users and Audit screens", async () => {
+    const owner = await signedIn(stack, "ada@example.com", "owner")
+    const sql = async (statement: string, params: ReadonlyArray<unknown>, app = "sales") => {
+      const answer = await post(stack.main.url, "/sql", { sql: statement, params }, { token: owner.token, headers: { "x-app-schema": app } })
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+    }
+    await sql("SELECT sys.update_profile(NULL, $1)", ["Ada Lovelace"], "public")
+    await sql("SELECT sys.create_app($1, $2, $3)", ["sales", "Sales", "Customers, their orders and invoices"], "public")
+    await sql("SELECT sys.create_table($1, $2)", ["customers", [{ name: "name", type: "text", required: true }, { name: "email", type: "email" }]])
+    await sql("SELECT sys.create_table($1, $2)", ["orders", [
+      { name: "customer", type: "reference", references: "customers", required: true },
+      { name: "total", type: "currency" },
+      { name: "status", type: "choice", options: [{ value: "open", label: "Open", color: "blue" }, { value: "paid", label: "Paid", color: "green" }] }
+    ]])
+    await sql("SELECT sys.create_table($1, $2)", ["order_lines", [{ name: "sale", type: "reference", references: "orders" }, { name: "quantity", type: "integer" }]])
+    for (const [email, role] of [["grace@example.com", "admin"], ["mia@example.com", "member"], ["tim@example.com", "staff"]] as const) {
+      await post(stack.main.url, "/admin/invite", { email, role }, { token: owner.token })
+    }
+    await signedIn(stack, "linus@example.com", "member")
+
+    const page = await (await browser.newContext({ viewport: { width: 1200, height: 720 } })).newPage()
+    await page.goto(`${stack.main.url}/console/`)
+    await page.getByRole("heading", { level: 1, name: "Sign in to Plinth" }).waitFor()
+    await shoot(page, "sign-in")
+
+    // Signed in as the owner of the fixtures (their link was spent making them).
+    await page.evaluate(([token, user]) => {
+      sessionStorage.setItem("plinth.token", token)
+      sessionStorage.setItem("plinth.user", JSON.stringify({ ...user, display_name: "Ada Lovelace" }))
+    }, [owner.token, owner.user] as const)
+    await page.goto(`${stack.main.url}/console/apps/sales`)
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Order lines" }).waitFor()
+    await shoot(page, "app")
+
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Users" }).click()
+    await page.getByRole("table", { name: "All users" }).waitFor()
+    await shoot(page, "users")
+
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit" }).click()
+    await page.getByRole("table", { name: /latest/ }).waitFor()
+    await shoot(page, "audit")
+  }, 60_000)
+})
