@@ -5,10 +5,10 @@
  * screens and their rules, a 401 ending the session, and no axe-core (WCAG 2 A/AA) violation.
  */
 import AxeBuilder from "@axe-core/playwright"
-import chromiumBinary from "@sparticuz/chromium"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { magicLinkUrl } from "../../src/services/Mailer.ts"
+import { launchBrowser } from "../support/browser.ts"
 import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, startAuthStack } from "../support/auth.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
 import { query } from "../support/database.ts"
@@ -20,12 +20,7 @@ let browser: Browser
 beforeAll(async () => {
   await ensureConsoleBuilt()
   stack = await startAuthStack()
-  browser = await chromium.launch({
-    executablePath: await chromiumBinary.executablePath(),
-    // Its own list turns web security off; the console must work with it on.
-    args: chromiumBinary.args.filter((arg) => arg !== "--disable-web-security"),
-    headless: true
-  })
+  browser = await launchBrowser()
 }, 120_000)
 afterAll(async () => {
   await browser?.close()

@@ -3,11 +3,11 @@
  * docs/screenshots/*.png (skipped in other runs). Fixtures: an owner, an app with two related
  * tables made through /sql, an admin and a member, and the audit trail all that left.
  */
-import chromiumBinary from "@sparticuz/chromium"
 import { mkdirSync } from "node:fs"
 import path from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { launchBrowser } from "../support/browser.ts"
 import { type AuthStack, post, signedIn, startAuthStack } from "../support/auth.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
 
@@ -21,11 +21,7 @@ beforeAll(async () => {
   mkdirSync(OUTPUT, { recursive: true })
   await ensureConsoleBuilt()
   stack = await startAuthStack()
-  browser = await chromium.launch({
-    executablePath: await chromiumBinary.executablePath(),
-    args: chromiumBinary.args.filter((arg) => arg !== "--disable-web-security"),
-    headless: true
-  })
+  browser = await launchBrowser()
 }, 120_000)
 afterAll(async () => {
   await browser?.close()
