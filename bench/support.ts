@@ -92,7 +92,8 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
   const forget = stopOnSignal(() => Effect.runPromise(Scope.close(scope, Exit.void)))
   await Effect.runPromise(ensureDatabase(server.adminUrl(), "bench"))
   const adminUrl = server.adminUrl("bench")
-  await Effect.runPromise(migrateDatabase(adminUrl))
+  // Silent: a scenario's stdout is its table for docs/benchmarks.md.
+  await Effect.runPromise(migrateDatabase(adminUrl).pipe(Effect.provide(Logger.layer([]))))
   await Effect.runPromise(setLoginPasswords(adminUrl, passwords))
   const mainUrl = loginUrl(server.port, "authenticator", passwords.authenticator, "bench")
   const env = { NODE_ENV: "test", JWT_SECRET: BENCH_JWT_SECRET, LOG_LEVEL: "Warn", ...extraEnv }
