@@ -179,9 +179,13 @@ describe("the table screen", () => {
     await page.getByRole("status").filter({ hasText: "Picked order was deleted." }).waitFor()
     await added.waitFor({ state: "detached" })
 
-    // A customer with an email another customer has: the form says which field.
+    // Values are text, never HTML.
+    await run(owner, "INSERT INTO customers (name) VALUES ($1)", ["<em>Marked</em> up"])
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Customers" }).click()
-    await page.getByRole("table", { name: /^Customers/ }).waitFor()
+    await page.getByRole("table", { name: /^Customers/ }).getByRole("cell", { name: "<em>Marked</em> up", exact: true }).waitFor()
+    expect(await page.getByRole("emphasis").count()).toBe(0)
+
+    // A customer with an email another customer has: the form says which field.
     await page.getByRole("button", { name: "New row" }).click()
     const customer = page.getByRole("form", { name: "New row in Customers" })
     await customer.getByRole("textbox", { name: /^Name/ }).fill("Acme again")
@@ -212,7 +216,7 @@ describe("the table screen", () => {
     // Added in one statement (one created_at), the customers come in their keys' order: compared as a set.
     const customers = page.getByRole("table", { name: /^Customers/ })
     await customers.getByRole("cell", { name: "Initech", exact: true }).waitFor()
-    expect((await columnTexts(page, "Customers", 0)).sort()).toEqual(["Acme Ltd", "Globex", "Initech"])
+    expect((await columnTexts(page, "Customers", 0)).sort()).toEqual(["<em>Marked</em> up", "Acme Ltd", "Globex", "Initech"])
     expect(await page.getByRole("button", { name: "New row" }).count()).toBe(0)
     expect(await page.getByRole("button", { name: /^Edit / }).count()).toBe(0)
   })

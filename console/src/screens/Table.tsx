@@ -10,14 +10,12 @@ import { Message, useTitle } from "../components.tsx"
 import { labelOf, type NavEntry } from "../navigation.ts"
 import { type App, appPath } from "../paths.ts"
 import { Link } from "../router.tsx"
-import { type Column, rowName, type TableModel, tableModel } from "../table/model.ts"
+import { type Column, countWords, ESTIMATED_ABOVE, rowName, type TableModel, tableModel } from "../table/model.ts"
 import { RowForm } from "../table/RowForm.tsx"
 import { countStatement, type Cursor, deleteStatement, type PageQuery, pageStatement, type Sort } from "../table/statements.ts"
 import { Value } from "../table/Value.tsx"
 
 export const PAGE_SIZE = 50
-/** Above this, `stats` is the planner's estimate. */
-const ESTIMATED_ABOVE = 100_000
 
 type Navigation = ReadonlyArray<{ readonly schema: string; readonly entries: ReadonlyArray<NavEntry> }>
 type Row = Readonly<Record<string, unknown>>
@@ -161,7 +159,7 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
     ? plural(exactCount, filtered ? "matching row" : "row")
     : filtered || model.count === null
       ? null
-      : `${model.count > ESTIMATED_ABOVE ? "≈ " : ""}${plural(model.count, "row")}`
+      : countWords(model.count)
   const actions = model.canUpdate || model.canDelete
 
   return (

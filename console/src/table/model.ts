@@ -203,6 +203,13 @@ export const tableModel = (schema: Schema, entry: NavEntry): TableModel | null =
   }
 }
 
+/** Above this, `stats` is the planner's estimate. */
+export const ESTIMATED_ABOVE = 100_000
+
+/** The count of `stats` in words, marked "≈" above 100,000 rows (an estimate). */
+export const countWords = (count: number): string =>
+  `${count > ESTIMATED_ABOVE ? "≈ " : ""}${count.toLocaleString()} ${count === 1 ? "row" : "rows"}`
+
 /** A row's name, for its buttons: its display columns' values. */
 export const rowName = (model: TableModel, row: Readonly<Record<string, unknown>>): string =>
   model.displayColumns.map((name) => text(row[name]) ?? "").filter((part) => part !== "").join(" ") || String(row[model.key[0] ?? ""] ?? "")
