@@ -101,7 +101,7 @@ const waitForColumn = async (page: Page, table: string, column: number, expected
 }
 
 describe("the table screen", () => {
-  it("shows each value by its display type, sorts by a header, searches text and filters a choice", async () => {
+  it("shows each value by its display type, sorts by a header, searches text, filters a reference and a choice, counts on request", async () => {
     await addOrder(owner, "Acme Ltd", "First order", { status: "shipped", total: "1234.5", paid: true, due: "2026-03-04" })
     await addOrder(owner, "Globex", "Globex order", { total: "10" })
     await addOrder(owner, "Initech", "Initech order", { total: "300" })
@@ -135,8 +135,20 @@ describe("the table screen", () => {
     await waitForColumn(page, "Orders", 5, ["Globex order"])
     await search.getByLabel("Search", { exact: true }).fill("")
     await waitForColumn(page, "Orders", 0, ["Acme Ltd", "Globex", "Initech"])
+    // The reference picker filters too, searching the customers on the server.
+    await search.getByRole("searchbox", { name: "Search customer" }).fill("init")
+    const customer = search.getByRole("combobox", { name: "Customer", exact: true })
+    expect(await eventually(async () => JSON.stringify(await customer.getByRole("option").allTextContents()) === JSON.stringify(["Any", "Initech"]))).toBe(true)
+    await customer.selectOption({ label: "Initech" })
+    await waitForColumn(page, "Orders", 5, ["Initech order"])
+    await customer.selectOption({ label: "Any" })
+    await waitForColumn(page, "Orders", 0, ["Acme Ltd", "Globex", "Initech"])
+
     await search.getByLabel("Status").selectOption({ label: "Shipped" })
     await waitForColumn(page, "Orders", 5, ["First order"])
+    // Filtered, the count is exact on request.
+    await page.getByRole("button", { name: "Count matching rows" }).click()
+    await page.getByText("1 matching row", { exact: true }).waitFor()
     await search.getByLabel("Paid").selectOption({ label: "No" })
     await waitForColumn(page, "Orders", 5, [])
     await page.getByText("No rows match.").waitFor()

@@ -1,8 +1,9 @@
 /**
  * A table's screen: its rows through its read view, 50 a page by keyset paging, sorted by a column
- * (a header's button), searched over its text columns and filtered by its choice and boolean
- * columns, each value shown by its display type; rows added, changed and deleted where the caller
- * may. The count is introspection's `stats` (estimated above 100,000 rows), exact on request.
+ * (a header's button), searched over its text columns and filtered by its choice, boolean and
+ * reference columns (a reference with the picker), each value shown by its display type; rows
+ * added, changed and deleted where the caller may. The count is introspection's `stats`
+ * (estimated above 100,000 rows), exact on request.
  */
 import { useEffect, useMemo, useState } from "preact/hooks"
 import { call, describe, type Introspection, sql } from "../api.ts"
@@ -11,6 +12,7 @@ import { labelOf, type NavEntry } from "../navigation.ts"
 import { type App, appPath } from "../paths.ts"
 import { Link } from "../router.tsx"
 import { type Column, countWords, ESTIMATED_ABOVE, rowName, type TableModel, tableModel } from "../table/model.ts"
+import { ReferencePicker } from "../table/ReferencePicker.tsx"
 import { RowForm } from "../table/RowForm.tsx"
 import { countStatement, type Cursor, deleteStatement, type PageQuery, pageStatement, type Sort } from "../table/statements.ts"
 import { Value } from "../table/Value.tsx"
@@ -70,7 +72,8 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
     return () => clearTimeout(timer)
   }, [searchInput])
 
-  const activeFilters = model.filterColumns.flatMap((column) => {
+  const referenceColumns = model.columns.filter((column) => column.referenceTable !== null)
+  const activeFilters = [...model.filterColumns, ...referenceColumns].flatMap((column) => {
     const chosen = filters[column.name] ?? ""
     return chosen === "" ? [] : [{ column: column.name, value: column.displayType === "boolean" ? chosen === "true" : chosen }]
   })
@@ -190,6 +193,27 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
                   : column.options.map((option) => <option key={option.value} value={option.value}>{option.label}</option>)}
               </select>
             </div>
+          ))}
+          {referenceColumns.map((column) => (
+            <ReferencePicker
+              key={column.name}
+              id={`filter-${column.name}`}
+              required={false}
+              disabled={false}
+              aria-invalid={undefined}
+              aria-describedby={undefined}
+              column={column}
+              emptyLabel="Any"
+              model={model}
+              schema={props.schema}
+              app={props.app}
+              value={filters[column.name] ?? ""}
+              currentLabel={null}
+              onChange={(value) => {
+                setFilters({ ...filters, [column.name]: value })
+                restart()
+              }}
+            />
           ))}
         </form>
         {model.canInsert && editing?.row !== null

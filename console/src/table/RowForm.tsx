@@ -4,11 +4,11 @@
  * with their defaults (left empty, the database's default applies), a choice as a select, a
  * reference as a picker. The database's refusal is said on the form, naming the field it is about.
  */
-import { useEffect, useState } from "preact/hooks"
-import { call, describe, type Introspection, sql } from "../api.ts"
+import { useState } from "preact/hooks"
+import { call, describe, type Introspection } from "../api.ts"
 import type { Field, TableModel } from "./model.ts"
-import { pickerSource } from "./model.ts"
-import { insertStatement, pickerStatement, type Statement, updateStatement } from "./statements.ts"
+import { ReferencePicker } from "./ReferencePicker.tsx"
+import { insertStatement, type Statement, updateStatement } from "./statements.ts"
 
 type Row = Readonly<Record<string, unknown>>
 type Values = Readonly<Record<string, string>>
@@ -178,7 +178,7 @@ export const RowForm = (props: {
         return (
           <ReferencePicker
             {...common}
-            field={field}
+            column={field}
             model={model}
             schema={props.schema}
             app={props.app}
@@ -220,75 +220,5 @@ export const RowForm = (props: {
         <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>
       </div>
     </form>
-  )
-}
-
-/**
- * A reference's picker: a search over the referenced table's display columns, on the server (at
- * most 20 options at a time), and the select of the matching rows.
- */
-const ReferencePicker = (props: {
-  readonly id: string
-  readonly required: boolean
-  readonly disabled: boolean
-  readonly "aria-invalid": boolean | undefined
-  readonly "aria-describedby": string | undefined
-  readonly field: Field
-  readonly model: TableModel
-  readonly schema: Introspection
-  readonly app: string
-  readonly value: string
-  readonly currentLabel: string | null
-  readonly onChange: (value: string) => void
-}) => {
-  const { field } = props
-  const [search, setSearch] = useState("")
-  const [options, setOptions] = useState<ReadonlyArray<{ readonly value: string; readonly label: string }>>([])
-  const [failure, setFailure] = useState<string | null>(null)
-  useEffect(() => {
-    let live = true
-    const source = pickerSource(props.schema, props.model, field.referenceTable ?? "")
-    const timer = setTimeout(() => {
-      const statement = pickerStatement(props.model.schema, source.relation, source.displayColumns, search.trim())
-      sql(statement.sql, statement.params, props.app).then(
-        (rows) => {
-          if (!live) return
-          setOptions(rows.map((row) => ({ value: String(row["value"]), label: String(row["label"] ?? "") })))
-          setFailure(null)
-        },
-        (error) => live && setFailure(describe(error))
-      )
-    }, search === "" ? 0 : 250)
-    return () => {
-      live = false
-      clearTimeout(timer)
-    }
-  }, [search])
-  const current = props.value !== "" && !options.some((option) => option.value === props.value)
-    ? [{ value: props.value, label: props.currentLabel === null || props.currentLabel === "" ? props.value : props.currentLabel }]
-    : []
-  const status = `${props.id}-status`
-  return (
-    <fieldset class="picker">
-      <legend>{field.label}{field.required ? " (required)" : ""}</legend>
-      <label for={`${props.id}-search`}>Search {field.label.toLowerCase()}</label>
-      <input id={`${props.id}-search`} type="search" value={search} disabled={props.disabled} aria-describedby={status} onInput={(event) => setSearch(event.currentTarget.value)} />
-      <label for={props.id}>{field.label}</label>
-      <select
-        id={props.id}
-        required={props.required}
-        disabled={props.disabled}
-        aria-invalid={props["aria-invalid"]}
-        aria-describedby={props["aria-describedby"]}
-        value={props.value}
-        onChange={(event) => props.onChange(event.currentTarget.value)}
-      >
-        <option value="">(none)</option>
-        {[...current, ...options].map((option) => <option key={option.value} value={option.value}>{option.label}</option>)}
-      </select>
-      <p id={status} class="hint" aria-live="polite">
-        {failure ?? (options.length === 0 ? "No matching rows." : options.length === 20 ? "The first 20 matching rows." : `${options.length} matching ${options.length === 1 ? "row" : "rows"}.`)}
-      </p>
-    </fieldset>
   )
 }
