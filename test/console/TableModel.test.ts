@@ -71,6 +71,15 @@ describe("the table screen's model of a relation", () => {
     expect(model.filterColumns.map((c) => c.name)).toEqual(["status"])
   })
 
+  it("names a row by its first text column that is not a choice, else by its first reference's shown value", () => {
+    expect(model.displayColumns).toEqual(["note"])
+    const noNote = {
+      ...schema,
+      relations: schema.relations.map((relation) => ({ ...relation, cols: relation.cols.filter((c) => c.name !== "note") }))
+    }
+    expect(tableModel(noNote, { schema: "shop", name: "orders", label: "Orders", readFrom: "orders_v", writeTo: "orders" })!.displayColumns).toEqual(["customer_display"])
+  })
+
   it("writes the table's own columns: required where NOT NULL without a default, a literal default filled in", () => {
     expect(model.fields.map((f) => [f.name, f.required, f.defaultValue])).toEqual([
       ["customer", false, null],

@@ -169,8 +169,13 @@ export const tableModel = (schema: Schema, entry: NavEntry): TableModel | null =
     : readableNames.has("id") ? ["id"] : []
 
   const configured = schema.table_metadata[table]?.display_columns ?? []
-  const firstText = columns.find((column) => isText(column.type) && column.referenceTable === null)
-  const displayColumns = configured.length > 0 ? configured.filter((name) => readableNames.has(name)) : firstText !== undefined ? [firstText.name] : key
+  // Without configured display columns: the first text column that is not a choice (a status names no
+  // row), else the first reference's shown value, else the key.
+  const firstText = columns.find((column) => isText(column.type) && column.referenceTable === null && column.displayType !== "choice")
+  const firstReference = columns.find((column) => column.sortColumn !== null && column.sortColumn !== column.name)
+  const displayColumns = configured.length > 0
+    ? configured.filter((name) => readableNames.has(name))
+    : firstText !== undefined ? [firstText.name] : firstReference?.sortColumn != null ? [firstReference.sortColumn] : key
 
   const fields: ReadonlyArray<Field> = (write?.cols ?? []).filter((column) => !column.is_generated && !(managed && MANAGED.has(column.name)) && (column.can_insert || column.can_update))
     .map((column) => ({
