@@ -1,7 +1,7 @@
 /**
  * The README's pictures of the console, taken from test fixtures: `npm run screenshots` writes
  * docs/screenshots/*.png (skipped in other runs). Fixtures: an owner, an app with two related
- * tables made through /sql, an admin and a member, and the audit trail all that left.
+ * tables made through /sql with a few rows, an admin and a member, and the audit trail all that left.
  */
 import { mkdirSync } from "node:fs"
 import path from "node:path"
@@ -31,7 +31,7 @@ afterAll(async () => {
 const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(OUTPUT!, `${name}.png`) })
 
 describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
-  it("takes the sign-in, app, Users and Audit screens", async () => {
+  it("takes the sign-in, app, Users, Audit and table screens", async () => {
     const owner = await signedIn(stack, "ada@example.com", "owner")
     const sql = async (statement: string, params: ReadonlyArray<unknown>, app = "sales") => {
       const answer = await post(stack.main.url, "/sql", { sql: statement, params }, { token: owner.token, headers: { "x-app-schema": app } })
@@ -46,6 +46,12 @@ describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
       { name: "status", type: "choice", options: [{ value: "open", label: "Open", color: "blue" }, { value: "paid", label: "Paid", color: "green" }] }
     ]])
     await sql("SELECT sys.create_table($1, $2)", ["order_lines", [{ name: "sale", type: "reference", references: "orders" }, { name: "quantity", type: "integer" }]])
+    await sql("INSERT INTO customers (name, email) VALUES ($1, $2), ($3, $4), ($5, $6)", [
+      "Analytical Engines Ltd", "orders@engines.example", "Difference & Co", "buy@difference.example", "Jacquard Looms", "looms@jacquard.example"
+    ])
+    for (const [customer, total, status] of [["Analytical Engines Ltd", "12500", "open"], ["Difference & Co", "980.5", "paid"], ["Jacquard Looms", "4310", "paid"]]) {
+      await sql("INSERT INTO orders (customer, total, status) SELECT id, $2, $3 FROM customers WHERE name = $1", [customer, total, status])
+    }
     for (const [email, role] of [["grace@example.com", "admin"], ["mia@example.com", "member"], ["tim@example.com", "staff"]] as const) {
       await post(stack.main.url, "/admin/invite", { email, role }, { token: owner.token })
     }
@@ -72,5 +78,9 @@ describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit" }).click()
     await page.getByRole("table", { name: /latest/ }).waitFor()
     await shoot(page, "audit")
+
+    await page.goto(`${stack.main.url}/console/apps/sales/tables/orders`)
+    await page.getByRole("table", { name: "Orders" }).getByRole("row").nth(3).waitFor()
+    await shoot(page, "table")
   }, 60_000)
 })

@@ -1,11 +1,11 @@
-/** An app's overview, the form that creates an app, and (until the table screen) a table's place. */
+/** An app's overview and the form that creates an app. */
 import { useState } from "preact/hooks"
-import { type ConsoleConfig, describe, type Introspection, sql } from "../api.ts"
+import { type ConsoleConfig, describe, sql } from "../api.ts"
 import { Message, useTitle } from "../components.tsx"
-import { labelOf, type NavEntry } from "../navigation.ts"
+import type { NavEntry } from "../navigation.ts"
 import { Link } from "../router.tsx"
 import type { User } from "../session.ts"
-import { type App, appPath, tablePath } from "../paths.ts"
+import { type App, tablePath } from "../paths.ts"
 
 type Navigation = ReadonlyArray<{ readonly schema: string; readonly entries: ReadonlyArray<NavEntry> }>
 
@@ -39,29 +39,6 @@ export const AppHome = (props: {
             ))}
           </ul>
         )}
-    </main>
-  )
-}
-
-export const TablePlaceholder = (props: {
-  readonly app: App
-  readonly table: string
-  readonly navigation: Navigation
-  readonly schema: Introspection | null
-}) => {
-  const entry = props.navigation.flatMap((group) => group.entries).find((candidate) => candidate.name === props.table)
-  const label = entry?.label ?? labelOf(props.table)
-  useTitle(label)
-  const count = props.schema?.stats.find((stat) => stat.relname === props.table)?.number_rows
-  return (
-    <main>
-      <h1 tabIndex={-1}>{label}</h1>
-      {props.schema !== null && entry === undefined
-        ? <Message kind="error">This app has no table named {props.table}, or you may not read it.</Message>
-        : null}
-      {count !== undefined ? <p>{count.toLocaleString()} {count === 1 ? "row" : "rows"}.</p> : null}
-      <p>The screen for this table's rows is not part of the console yet.</p>
-      <p><Link to={appPath(props.app.schema_name)}>Back to {props.app.display_name}</Link></p>
     </main>
   )
 }

@@ -12,8 +12,9 @@ import { type App, appPath, tablePath } from "../paths.ts"
 import { Link, navigate, type Route } from "../router.tsx"
 import { isExpired, type Session, session } from "../session.ts"
 import { Audit } from "./Audit.tsx"
-import { AppHome, NewApp, TablePlaceholder } from "./Apps.tsx"
+import { AppHome, NewApp } from "./Apps.tsx"
 import { Profile } from "./Profile.tsx"
+import { TableScreen } from "./Table.tsx"
 import { Users } from "./Users.tsx"
 
 const PUBLIC_APP: App = { schema_name: "public", display_name: "Public", description: "Tables outside any app." }
@@ -68,6 +69,8 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
   const [schemaError, setSchemaError] = useState<string | null>(null)
   const [resyncs, setResyncs] = useState(0)
   const [appsVersion, setAppsVersion] = useState(0)
+  // Rows changed on a table screen: its count (introspection's stats) is read again.
+  const [rowChanges, setRowChanges] = useState(0)
   useEvents(token, () => setResyncs((count) => count + 1))
 
   const routeApp = screen.kind === "home" || screen.kind === "table" ? screen.app : null
@@ -104,7 +107,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
     return () => {
       live = false
     }
-  }, [app, props.route, resyncs])
+  }, [app, props.route, resyncs, rowChanges])
 
   // A new screen: its heading gets the focus, so that a screen reader starts there.
   useEffect(() => {
@@ -122,7 +125,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
       case "home":
         return <AppHome app={currentApp} navigation={navigation} error={schemaError} user={user} config={props.config} />
       case "table":
-        return <TablePlaceholder app={currentApp} table={screen.table} navigation={navigation} schema={schema} />
+        return <TableScreen key={`${app}/${screen.table}`} app={currentApp} table={screen.table} navigation={navigation} schema={schema} onRowsChanged={() => setRowChanges((count) => count + 1)} />
       case "users":
         return manager ? <Users me={user} /> : <NotAllowed />
       case "audit":

@@ -1,0 +1,141 @@
+/**
+ * The statements of the table screen, built from introspected names: every identifier goes through
+ * `quote`, every value is a bind parameter. Pages are keyset pages (no OFFSET): the next one
+ * continues after the last row's sort value and key, so page 10,000 costs what page 1 does.
+ */
+
+/** An identifier as PostgreSQL quotes it: in double quotes, its own double quotes doubled. */
+export const quote = (identifier: string): string => `"${identifier.replaceAll('"', '""')}"`
+
+/** `schema.relation`, both quoted. */
+export const qualified = (schema: string, relation: string): string => `${quote(schema)}.${quote(relation)}`
+
+export interface Statement {
+  readonly sql: string
+  readonly params: ReadonlyArray<unknown>
+}
+
+export interface Sort {
+  readonly column: string
+  readonly descending: boolean
+}
+
+/** Where a page starts: after the row with this sort value and key. */
+export interface Cursor {
+  readonly sortValue: unknown
+  readonly key: ReadonlyArray<unknown>
+}
+
+export interface PageQuery {
+  readonly schema: string
+  readonly relation: string
+  readonly columns: ReadonlyArray<string>
+  /** The key columns (the primary key): the order's tie-breaker, never null. */
+  readonly key: ReadonlyArray<string>
+  readonly sort: Sort | null
+  /** Text searched (ILIKE, anywhere) in `searchColumns`; empty for none. */
+  readonly search: string
+  readonly searchColumns: ReadonlyArray<string>
+  /** Equality filters (a choice's value, a boolean). */
+  readonly filters: ReadonlyArray<{ readonly column: string; readonly value: unknown }>
+  readonly after: Cursor | null
+  /** Rows to read (a page and one more, to know whether there is a next page). */
+  readonly limit: number
+}
+
+/** A LIKE pattern matching `text` anywhere (its `%`, `_` and `\` taken literally). */
+export const containsPattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+const list = (names: ReadonlyArray<string>) => names.map(quote).join(", ")
+
+/** A statement's parameters: `param(value)` adds one and gives its placeholder. */
+const parameters = () => {
+  const params: Array<unknown> = []
+  return { params, param: (value: unknown) => `$${params.push(value)}` }
+}
+
+/** The search's and the filters' conditions. */
+const matching = (query: PageQuery, param: (value: unknown) => string): Array<string> => {
+  const where: Array<string> = []
+  if (query.search !== "" && query.searchColumns.length > 0) {
+    const pattern = param(containsPattern(query.search))
+    where.push(`(${query.searchColumns.map((column) => `${quote(column)}::text ILIKE ${pattern}`).join(" OR ")})`)
+  }
+  for (const filter of query.filters) where.push(`${quote(filter.column)} = ${param(filter.value)}`)
+  return where
+}
+
+const whereClause = (where: ReadonlyArray<string>) => (where.length === 0 ? "" : ` WHERE ${where.join(" AND ")}`)
+
+/** One page of rows: filtered, searched, in the sort's order (nulls last) then the key's, after the cursor. */
+export const pageStatement = (query: PageQuery): Statement => {
+  const { params, param } = parameters()
+  const where = matching(query, param)
+  const descending = query.sort?.descending ?? false
+  const after = descending ? "<" : ">"
+  const direction = descending ? "DESC" : "ASC"
+  const key = `(${list(query.key)})`
+  if (query.after !== null) {
+    const sortValue = query.after.sortValue
+    const value = query.sort === null || sortValue === null || sortValue === undefined ? null : param(sortValue)
+    const keyAfter = `${key} ${after} (${query.after.key.map(param).join(", ")})`
+    if (query.sort === null) where.push(keyAfter)
+    else {
+      const sorted = quote(query.sort.column)
+      // Nulls come last: after a value, the greater values and the nulls; after a null, only nulls.
+      where.push(value === null ? `(${sorted} IS NULL AND ${keyAfter})` : `(${sorted} ${after} ${value} OR (${sorted} = ${value} AND ${keyAfter}) OR ${sorted} IS NULL)`)
+    }
+  }
+  const order = [
+    ...(query.sort === null ? [] : [`${quote(query.sort.column)} ${direction} NULLS LAST`]),
+    ...query.key.map((column) => `${quote(column)} ${direction}`)
+  ]
+  const sql = `SELECT ${list(query.columns)} FROM ${qualified(query.schema, query.relation)}${whereClause(where)}` +
+    ` ORDER BY ${order.join(", ")} LIMIT ${param(query.limit)}`
+  return { sql, params }
+}
+
+/** The rows matching the search and filters, counted exactly (on request: a count reads every one). */
+export const countStatement = (query: PageQuery): Statement => {
+  const { params, param } = parameters()
+  const where = matching(query, param)
+  return { sql: `SELECT count(*) AS count FROM ${qualified(query.schema, query.relation)}${whereClause(where)}`, params }
+}
+
+/** A new row: only the columns given (the others take their defaults). */
+export const insertStatement = (schema: string, table: string, values: ReadonlyArray<readonly [string, unknown]>): Statement =>
+  values.length === 0
+    ? { sql: `INSERT INTO ${qualified(schema, table)} DEFAULT VALUES`, params: [] }
+    : {
+      sql: `INSERT INTO ${qualified(schema, table)} (${list(values.map(([name]) => name))}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})`,
+      params: values.map(([, value]) => value)
+    }
+
+const keyMatch = (key: ReadonlyArray<string>, first: number) => `(${list(key)}) = (${key.map((_, i) => `$${first + i}`).join(", ")})`
+
+/** Changes the row of this key. */
+export const updateStatement = (
+  schema: string,
+  table: string,
+  values: ReadonlyArray<readonly [string, unknown]>,
+  key: ReadonlyArray<string>,
+  keyValues: ReadonlyArray<unknown>
+): Statement => ({
+  sql: `UPDATE ${qualified(schema, table)} SET ${values.map(([name], i) => `${quote(name)} = $${i + 1}`).join(", ")} WHERE ${keyMatch(key, values.length + 1)}`,
+  params: [...values.map(([, value]) => value), ...keyValues]
+})
+
+export const deleteStatement = (schema: string, table: string, key: ReadonlyArray<string>, keyValues: ReadonlyArray<unknown>): Statement => ({
+  sql: `DELETE FROM ${qualified(schema, table)} WHERE ${keyMatch(key, 1)}`,
+  params: [...keyValues]
+})
+
+/** The picker's options: at most `limit` rows of a referenced relation whose display columns contain `search`. */
+export const pickerStatement = (schema: string, relation: string, displayColumns: ReadonlyArray<string>, search: string, limit = 20): Statement => {
+  const label = `concat_ws(' ', ${displayColumns.map((column) => `${quote(column)}::text`).join(", ")})`
+  const matches = search === "" ? "" : ` WHERE ${displayColumns.map((column) => `${quote(column)}::text ILIKE $1`).join(" OR ")}`
+  return {
+    sql: `SELECT ${quote("id")} AS value, ${label} AS label FROM ${qualified(schema, relation)}${matches} ORDER BY 2, 1 LIMIT ${search === "" ? "$1" : "$2"}`,
+    params: search === "" ? [limit] : [containsPattern(search), limit]
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The table screen's statements (issue #25): identifiers quoted by one function, every value a bind
+ * parameter, keyset pages (after the last row's sort value and key, never OFFSET).
+ */
+import { describe, expect, it } from "vitest"
+import { containsPattern, insertStatement, pageStatement, pickerStatement, quote, updateStatement } from "../../console/src/table/statements.ts"
+
+const base = {
+  schema: "shop",
+  relation: "orders_v",
+  columns: ["id", "note", "total"],
+  key: ["id"],
+  sort: null,
+  search: "",
+  searchColumns: ["note"],
+  filters: [],
+  after: null,
+  limit: 51
+}
+
+describe("the table screen's statements", () => {
+  it("quote identifiers, doubling their quotes", () => {
+    expect(quote('we"ird')).toBe('"we""ird"')
+  })
+
+  it("read the first page in key order", () => {
+    expect(pageStatement(base)).toEqual({ sql: 'SELECT "id", "note", "total" FROM "shop"."orders_v" ORDER BY "id" ASC LIMIT $1', params: [51] })
+  })
+
+  it("continue after the last row's sort value and key, nulls last", () => {
+    const next = pageStatement({ ...base, sort: { column: "total", descending: true }, after: { sortValue: "12.50", key: ["k"] } })
+    expect(next.sql).toBe(
+      'SELECT "id", "note", "total" FROM "shop"."orders_v" WHERE ("total" < $1 OR ("total" = $1 AND ("id") < ($2)) OR "total" IS NULL) ' +
+        'ORDER BY "total" DESC NULLS LAST, "id" DESC LIMIT $3'
+    )
+    expect(next.params).toEqual(["12.50", "k", 51])
+    const afterNull = pageStatement({ ...base, sort: { column: "total", descending: false }, after: { sortValue: null, key: ["k"] } })
+    expect(afterNull.sql).toContain('WHERE ("total" IS NULL AND ("id") > ($1))')
+  })
+
+  it("search with a bound pattern (its wildcards literal) and filter with bound values", () => {
+    const found = pageStatement({ ...base, search: "50%_off", filters: [{ column: "paid", value: true }] })
+    expect(found.sql).toBe('SELECT "id", "note", "total" FROM "shop"."orders_v" WHERE ("note"::text ILIKE $1) AND "paid" = $2 ORDER BY "id" ASC LIMIT $3')
+    expect(found.params).toEqual(["%50\\%\\_off%", true, 51])
+    expect(containsPattern("a\\b")).toBe("%a\\\\b%")
+  })
+
+  it("write only bound values", () => {
+    expect(insertStatement("shop", "orders", [["note", "x'); DROP TABLE orders; --"]])).toEqual({
+      sql: 'INSERT INTO "shop"."orders" ("note") VALUES ($1)',
+      params: ["x'); DROP TABLE orders; --"]
+    })
+    expect(updateStatement("shop", "orders", [["total", "3"], ["note", null]], ["id"], ["k"])).toEqual({
+      sql: 'UPDATE "shop"."orders" SET "total" = $1, "note" = $2 WHERE ("id") = ($3)',
+      params: ["3", null, "k"]
+    })
+  })
+
+  it("pick at most 20 rows by their display columns", () => {
+    expect(pickerStatement("shop", "customers_v", ["name", "city"], "ac")).toEqual({
+      sql: 'SELECT "id" AS value, concat_ws(\' \', "name"::text, "city"::text) AS label FROM "shop"."customers_v" WHERE "name"::text ILIKE $1 OR "city"::text ILIKE $1 ORDER BY 2, 1 LIMIT $2',
+      params: ["%ac%", 20]
+    })
+  })
+})
