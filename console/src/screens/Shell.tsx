@@ -13,6 +13,7 @@ import { Link, navigate, type Route } from "../router.tsx"
 import { isExpired, type Session, session } from "../session.ts"
 import { Audit } from "./Audit.tsx"
 import { AppHome, NewApp } from "./Apps.tsx"
+import { Permissions } from "./Permissions.tsx"
 import { Profile } from "./Profile.tsx"
 import { TableScreen } from "./Table.tsx"
 import { Users } from "./Users.tsx"
@@ -23,7 +24,7 @@ const APP_KEY = "plinth.app"
 type Screen =
   | { readonly kind: "home"; readonly app: string | null }
   | { readonly kind: "table"; readonly app: string; readonly table: string }
-  | { readonly kind: "users" | "audit" | "profile" | "new-app" | "unknown" }
+  | { readonly kind: "users" | "permissions" | "audit" | "profile" | "new-app" | "unknown" }
 
 const decode = (part: string) => {
   try {
@@ -39,7 +40,7 @@ const screenOf = (path: string): Screen => {
   if (parts[0] === "apps" && parts.length === 2) return { kind: "home", app: parts[1]! }
   if (parts[0] === "apps" && parts.length === 4 && parts[2] === "tables") return { kind: "table", app: parts[1]!, table: parts[3]! }
   const only = parts.length === 1 ? parts[0] : undefined
-  if (only === "users" || only === "audit" || only === "profile" || only === "new-app") return { kind: only }
+  if (only === "users" || only === "permissions" || only === "audit" || only === "profile" || only === "new-app") return { kind: only }
   return { kind: "unknown" }
 }
 
@@ -128,6 +129,8 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
         return <TableScreen key={`${app}/${screen.table}`} app={currentApp} table={screen.table} navigation={navigation} schema={schema} onRowsChanged={() => setRowChanges((count) => count + 1)} />
       case "users":
         return manager ? <Users me={user} /> : <NotAllowed />
+      case "permissions":
+        return manager ? <Permissions key={app} app={currentApp} /> : <NotAllowed />
       case "audit":
         return manager ? <Audit /> : <NotAllowed />
       case "new-app":
@@ -190,6 +193,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
                 <ul>
                   <li><Link to="/new-app" current={path === "/new-app"}>New app</Link></li>
                   <li><Link to="/users" current={path === "/users"}>Users</Link></li>
+                  <li><Link to="/permissions" current={path === "/permissions"}>Permissions</Link></li>
                   <li><Link to="/audit" current={path === "/audit"}>Audit</Link></li>
                 </ul>
               </section>
