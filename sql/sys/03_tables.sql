@@ -316,6 +316,8 @@ BEGIN
   EXECUTE format('CREATE TRIGGER guard_created_by BEFORE INSERT OR UPDATE ON %I.%I FOR EACH ROW EXECUTE FUNCTION sys.guard_created_by()', v_schema, p_name);
   -- Every `own` policy filters on created_by, and a list of one's own rows is newest first.
   EXECUTE format('CREATE INDEX %I ON %I.%I (created_by, created_at)', sys.column_index_name(p_name, 'created_by'), v_schema, p_name);
+  -- A list of all rows newest first (the console's default order) reads its page from this one.
+  EXECUTE format('CREATE INDEX %I ON %I.%I (created_at, id)', sys.column_index_name(p_name, 'created_at'), v_schema, p_name);
   INSERT INTO sys.table_metadata (schema_name, table_name) VALUES (v_schema, p_name);
   FOR v_column IN SELECT * FROM jsonb_array_elements(p_columns) LOOP
     PERFORM sys.add_column(v_schema, p_name, v_column);

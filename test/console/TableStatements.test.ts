@@ -38,6 +38,16 @@ describe("the table screen's statements", () => {
     expect(afterNull.sql).toContain('WHERE ("total" IS NULL AND ("id") > ($1))')
   })
 
+  it("a column never null: no NULLS LAST, and the cursor one row comparison (an index on the column and key serves it)", () => {
+    const next = pageStatement({ ...base, sort: { column: "created_at", descending: true }, notNull: ["created_at"], after: { sortValue: "2026-01-01T00:00:00Z", key: ["k"] } })
+    expect(next.sql).toBe(
+      'SELECT "id", "note", "total" FROM "shop"."orders_v" WHERE ("created_at", "id") < ($1, $2) ORDER BY "created_at" DESC, "id" DESC LIMIT $3'
+    )
+    expect(next.params).toEqual(["2026-01-01T00:00:00Z", "k", 51])
+    expect(pageStatement({ ...base, sort: { column: "created_at", descending: false }, notNull: ["created_at"] }).sql)
+      .toBe('SELECT "id", "note", "total" FROM "shop"."orders_v" ORDER BY "created_at" ASC, "id" ASC LIMIT $1')
+  })
+
   it("search with a bound pattern (its wildcards literal) and filter with bound values", () => {
     const found = pageStatement({ ...base, search: "50%_off", filters: [{ column: "paid", value: true }] })
     expect(found.sql).toBe('SELECT "id", "note", "total" FROM "shop"."orders_v" WHERE ("note"::text ILIKE $1) AND "paid" = $2 ORDER BY "id" ASC LIMIT $3')

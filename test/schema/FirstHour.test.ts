@@ -192,8 +192,8 @@ describe("indexes of managed tables (#22.14)", () => {
     const child = fresh("child")
     result(await createTable(stack, users.owner, parent, [{ name: "title" }]))
     result(await createTable(stack, users.owner, child, [{ name: "title" }, { name: "parent", type: "reference", references: parent }]))
-    expect(await indexedColumns(parent)).toEqual(["created_by, created_at", "id"])
-    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "parent"])
+    expect(await indexedColumns(parent)).toEqual(["created_at, id", "created_by, created_at", "id"])
+    expect(await indexedColumns(child)).toEqual(["created_at, id", "created_by, created_at", "id", "parent"])
     const [refIndex] = (await indexes(child)).filter((i) => i.definition.endsWith("(parent)"))
     expect(refIndex!.name).toMatch(new RegExp(`^${child}_parent_[0-9a-f]{8}_idx$`))
 
@@ -202,13 +202,13 @@ describe("indexes of managed tables (#22.14)", () => {
     expect(renamed.map((i) => i.name)).toEqual([expect.stringMatching(new RegExp(`^${child}_owner_ref_[0-9a-f]{8}_idx$`))])
 
     result(await alterTable(stack, users.owner, child, [{ op: "drop_reference", name: "owner_ref" }]))
-    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id"])
+    expect(await indexedColumns(child)).toEqual(["created_at, id", "created_by, created_at", "id"])
     result(await alterTable(stack, users.owner, child, [{ op: "add_reference", name: "owner_ref", references: parent }]))
-    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "owner_ref"])
+    expect(await indexedColumns(child)).toEqual(["created_at, id", "created_by, created_at", "id", "owner_ref"])
     result(await alterTable(stack, users.owner, child, [{ op: "add_column", column: { name: "other", type: "reference", references: parent } }]))
-    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "other", "owner_ref"])
+    expect(await indexedColumns(child)).toEqual(["created_at, id", "created_by, created_at", "id", "other", "owner_ref"])
     result(await alterTable(stack, users.owner, child, [{ op: "drop_column", name: "other" }, { op: "change_type", name: "owner_ref", type: "text" }]))
-    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id"])
+    expect(await indexedColumns(child)).toEqual(["created_at, id", "created_by, created_at", "id"])
   })
 
   it("a unique reference column keeps its one index", async () => {
@@ -216,7 +216,7 @@ describe("indexes of managed tables (#22.14)", () => {
     const child = fresh("child")
     result(await createTable(stack, users.owner, parent, [{ name: "title" }]))
     result(await createTable(stack, users.owner, child, [{ name: "parent", type: "reference", references: parent, unique: true }]))
-    expect(await indexedColumns(child)).toEqual(["created_by, created_at", "id", "parent"])
+    expect(await indexedColumns(child)).toEqual(["created_at, id", "created_by, created_at", "id", "parent"])
   })
 
   it("a member's read of their own rows uses the created_by index, newest first without a sort", async () => {

@@ -84,6 +84,7 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
     columns: model.selected,
     key: model.key,
     sort,
+    notNull: model.notNull,
     search,
     searchColumns: model.searchColumns,
     filters: activeFilters,

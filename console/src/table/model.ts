@@ -47,6 +47,8 @@ export interface TableModel {
   /** Read (shown, plus what paging, forms and names need). */
   readonly selected: ReadonlyArray<string>
   readonly key: ReadonlyArray<string>
+  /** Columns of the table that are never null: sorted by one, a page is read straight from an index. */
+  readonly notNull: ReadonlyArray<string>
   readonly defaultSort: { readonly column: string; readonly descending: boolean } | null
   readonly searchColumns: ReadonlyArray<string>
   readonly filterColumns: ReadonlyArray<Column>
@@ -196,6 +198,7 @@ export const tableModel = (schema: Schema, entry: NavEntry): TableModel | null =
     columns,
     selected: readable.map((column) => column.name),
     key,
+    notNull: (write?.cols ?? []).filter((column) => !column.nullable).map((column) => column.name),
     defaultSort: managed && readableNames.has("created_at") ? { column: "created_at", descending: true } : null,
     searchColumns: readable.filter((column) => isText(column.type) && !references.has(column.name)).map((column) => column.name),
     filterColumns: columns.filter((column) => column.displayType === "choice" || column.displayType === "boolean"),

@@ -33,6 +33,8 @@ export interface PageQuery {
   /** The key columns (the primary key): the order's tie-breaker, never null. */
   readonly key: ReadonlyArray<string>
   readonly sort: Sort | null
+  /** Columns never null: sorted by one, the order needs no NULLS LAST and the cursor is one row comparison, which an index serves. */
+  readonly notNull?: ReadonlyArray<string>
   /** Text searched (ILIKE, anywhere) in `searchColumns`; empty for none. */
   readonly search: string
   readonly searchColumns: ReadonlyArray<string>
@@ -75,11 +77,14 @@ export const pageStatement = (query: PageQuery): Statement => {
   const after = descending ? "<" : ">"
   const direction = descending ? "DESC" : "ASC"
   const key = `(${list(query.key)})`
+  const neverNull = query.sort !== null && (query.notNull ?? []).includes(query.sort.column)
   if (query.after !== null) {
     const sortValue = query.after.sortValue
     const value = query.sort === null || sortValue === null || sortValue === undefined ? null : param(sortValue)
-    const keyAfter = `${key} ${after} (${query.after.key.map(param).join(", ")})`
+    const keyValues = query.after.key.map(param).join(", ")
+    const keyAfter = `${key} ${after} (${keyValues})`
     if (query.sort === null) where.push(keyAfter)
+    else if (neverNull && value !== null) where.push(`(${quote(query.sort.column)}, ${list(query.key)}) ${after} (${value}, ${keyValues})`)
     else {
       const sorted = quote(query.sort.column)
       // Nulls come last: after a value, the greater values and the nulls; after a null, only nulls.
@@ -87,7 +92,7 @@ export const pageStatement = (query: PageQuery): Statement => {
     }
   }
   const order = [
-    ...(query.sort === null ? [] : [`${quote(query.sort.column)} ${direction} NULLS LAST`]),
+    ...(query.sort === null ? [] : [`${quote(query.sort.column)} ${direction}${neverNull ? "" : " NULLS LAST"}`]),
     ...query.key.map((column) => `${quote(column)} ${direction}`)
   ]
   const sql = `SELECT ${list(query.columns)} FROM ${qualified(query.schema, query.relation)}${whereClause(where)}` +
