@@ -8,6 +8,7 @@ import AxeBuilder from "@axe-core/playwright"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { magicLinkUrl } from "../../src/services/Mailer.ts"
+import { consoleTabs } from "../support/consoleTabs.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, startAuthStack } from "../support/auth.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
@@ -27,23 +28,9 @@ afterAll(async () => {
   await stack?.close()
 })
 
-/**
- * The tabs a test opened, left after it: each holds an event stream, and a browser opens few
- * connections to one server. (Closed, the last context would take this single-process Chromium with it.)
- */
-const opened: Array<Page> = []
-afterEach(async () => {
-  for (const page of opened.splice(0)) await page.goto("about:blank")
-})
-
-/** A fresh tab of its own (its own sessionStorage): one person. */
-const newPage = async (): Promise<Page> => {
-  const context = await browser.newContext()
-  const page = await context.newPage()
-  opened.push(page)
-  page.setDefaultTimeout(10_000)
-  return page
-}
+/** Fresh tabs of their own (their own sessionStorage): one person each. */
+const { newPage, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
+afterEach(recycle)
 
 /** The link a magic-link mail (or `plinth invite`) gives, with APP_URL's default: this service's console. */
 const linkFor = (token: string) => magicLinkUrl(new URL(`${stack.main.url}/console`), token)

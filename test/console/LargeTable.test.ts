@@ -6,6 +6,7 @@
  */
 import type { Browser, Page, Request } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { signInTab } from "../support/consoleTabs.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
@@ -86,12 +87,7 @@ const openAs = async (path: string) => {
     const start = startedAt.get(request)
     if (start !== undefined) took.set(request, Date.now() - start)
   })
-  await page.goto(`${stack.main.url}/console/`)
-  await page.evaluate(([token, user]) => {
-    sessionStorage.setItem("plinth.token", token)
-    sessionStorage.setItem("plinth.user", JSON.stringify(user))
-  }, [owner.token, owner.user] as const)
-  await page.goto(`${stack.main.url}/console${path}`)
+  await signInTab(page, `${stack.main.url}/console`, owner, path)
   return { page, sent, took }
 }
 

@@ -6,6 +6,7 @@
 import AxeBuilder from "@axe-core/playwright"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { consoleTabs } from "../support/consoleTabs.ts"
 import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
@@ -43,25 +44,8 @@ afterAll(async () => {
   await stack?.close()
 })
 
-const opened: Array<Page> = []
-afterEach(async () => {
-  for (const page of opened.splice(0)) await page.goto("about:blank")
-})
-
-/** A tab signed in as `who` (as the link would), on `path` of the console. */
-const openAs = async (who: SignIn, path: string): Promise<Page> => {
-  const context = await browser.newContext({ locale: "en-US", timezoneId: "UTC" })
-  const page = await context.newPage()
-  opened.push(page)
-  page.setDefaultTimeout(10_000)
-  await page.goto(`${stack.main.url}/console/`)
-  await page.evaluate(([token, user]) => {
-    sessionStorage.setItem("plinth.token", token)
-    sessionStorage.setItem("plinth.user", JSON.stringify(user))
-  }, [who.token, who.user] as const)
-  await page.goto(`${stack.main.url}/console${path}`)
-  return page
-}
+const { openAs, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
+afterEach(recycle)
 
 const notes = async (who: SignIn) => (await run(who, "SELECT note FROM orders_v ORDER BY note")).map((row) => row.note)
 

@@ -7,6 +7,7 @@ import { mkdirSync } from "node:fs"
 import path from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { signInTab } from "../support/consoleTabs.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { type AuthStack, post, signedIn, startAuthStack } from "../support/auth.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
@@ -63,11 +64,7 @@ describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
     await shoot(page, "sign-in")
 
     // Signed in as the owner of the fixtures (their link was spent making them).
-    await page.evaluate(([token, user]) => {
-      sessionStorage.setItem("plinth.token", token)
-      sessionStorage.setItem("plinth.user", JSON.stringify({ ...user, display_name: "Ada Lovelace" }))
-    }, [owner.token, owner.user] as const)
-    await page.goto(`${stack.main.url}/console/apps/sales`)
+    await signInTab(page, `${stack.main.url}/console`, { token: owner.token, user: { ...owner.user, display_name: "Ada Lovelace" } }, "/apps/sales")
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Order lines" }).waitFor()
     await shoot(page, "app")
 
