@@ -155,10 +155,13 @@ const inviteOrReissue = Effect.fn("Cli.inviteOrReissue")(function*(email: string
   return { token: row!.token, again: true }
 })
 
+/** `--tenant <name>`, optional: which tenant a command works on in multi-tenant mode. */
+const tenantFlag = (which: string) => Flag.String("tenant").pipe(Flag.optional, Flag.withDescription(`multi-tenant mode: ${which}`))
+
 const invite = Command.make("invite", {
   email: Argument.String("email").pipe(Argument.withDescription("the new user's email address")),
   role: Argument.Literals("role", ROLES).pipe(Argument.withDescription("owner, admin, staff or member")),
-  tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant to invite into"))
+  tenant: tenantFlag("the tenant to invite into")
 }, ({ email, role, tenant }) =>
   Effect.gen(function*() {
     const config = yield* PlinthConfig
@@ -191,7 +194,6 @@ const adminUrlFor = Effect.fn("Cli.adminUrlFor")(function*(tenant: Option.Option
   return yield* requireUrl("admin")
 })
 
-const tenantFlag = Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant whose users these are"))
 const userEmail = Argument.String("email").pipe(Argument.withDescription("the user's email address"))
 
 const when = (at: Date | null) => at === null ? "never" : `${at.toISOString().slice(0, 16).replace("T", " ")} UTC`
@@ -249,22 +251,24 @@ const changeUser = (email: string, change: UserAdmin.UserChange, tenant: Option.
       : run
   )
 
+const usersTenant = tenantFlag("the tenant whose users these are")
+
 const users = Command.make("users").pipe(
   Command.withDescription("List users, deactivate and reactivate them, change their roles (as a database administrator)"),
   Command.withSubcommands([
-    Command.make("list", { tenant: tenantFlag }, ({ tenant }) => listUsers(tenant).pipe(Effect.provide(Base))).pipe(
+    Command.make("list", { tenant: usersTenant }, ({ tenant }) => listUsers(tenant).pipe(Effect.provide(Base))).pipe(
       Command.withDescription("List every user: email, role, active or deactivated, last sign-in, who invited them")
     ),
-    Command.make("deactivate", { email: userEmail, tenant: tenantFlag }, ({ email, tenant }) => changeUser(email, { is_active: false }, tenant)).pipe(
+    Command.make("deactivate", { email: userEmail, tenant: usersTenant }, ({ email, tenant }) => changeUser(email, { is_active: false }, tenant)).pipe(
       Command.withDescription("Deactivate a user: no more sign-ins (tokens already issued stay valid until they expire)")
     ),
-    Command.make("activate", { email: userEmail, tenant: tenantFlag }, ({ email, tenant }) => changeUser(email, { is_active: true }, tenant)).pipe(
+    Command.make("activate", { email: userEmail, tenant: usersTenant }, ({ email, tenant }) => changeUser(email, { is_active: true }, tenant)).pipe(
       Command.withDescription("Reactivate a deactivated user")
     ),
     Command.make("role", {
       email: userEmail,
       role: Argument.Literals("role", ROLES).pipe(Argument.withDescription("owner, admin, staff or member")),
-      tenant: tenantFlag
+      tenant: usersTenant
     }, ({ email, role, tenant }) => changeUser(email, { role }, tenant)).pipe(
       Command.withDescription("Give a user another role (the last active owner stays one)")
     )
@@ -313,7 +317,7 @@ const audit = Command.make("audit").pipe(
   Command.withSubcommands([
     Command.make("prune", {
       before: Flag.String("before").pipe(Flag.withDescription("an ISO 8601 date or time (2026-01-01, 2026-01-01T12:00:00Z): events older than it are deleted")),
-      tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant whose audit trail to prune"))
+      tenant: tenantFlag("the tenant whose audit trail to prune")
     }, ({ before, tenant }) =>
       // Before Base: a mistyped date starts no database.
       Option.match(parseDate(before), {
@@ -362,7 +366,7 @@ const app = Command.make("app").pipe(
   Command.withSubcommands([
     Command.make("export", {
       schema: Argument.String("schema").pipe(Argument.withDescription("the app's schema name, or public")),
-      tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant whose app this is"))
+      tenant: tenantFlag("the tenant whose app this is")
     }, ({ schema, tenant }) =>
       Effect.gen(function*() {
         const definition = yield* withDatabase(yield* adminUrlFor(tenant), AppDefinition.exportApp(schema)).pipe(
@@ -379,7 +383,7 @@ const app = Command.make("app").pipe(
     Command.make("import", {
       file: Argument.String("file").pipe(Argument.withDescription("a JSON app definition, as plinth app export prints it")),
       as: Flag.String("as").pipe(Flag.optional, Flag.withDescription("the schema to create (default: the definition's own)")),
-      tenant: Flag.String("tenant").pipe(Flag.optional, Flag.withDescription("multi-tenant mode: the tenant to import into"))
+      tenant: tenantFlag("the tenant to import into")
     }, ({ as, file, tenant }) =>
       // Before Base: a broken file starts no database.
       Effect.flatMap(readDefinition(file), (definition) =>
