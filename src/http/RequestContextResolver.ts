@@ -3,12 +3,12 @@
  * the request's transaction. Absent (or `public`): the public schema; malformed or unknown: 400.
  * The app registry is the request's tenant's, so it is looked up per request.
  */
-import { Effect, Option, References } from "effect"
+import { Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import type { Principal } from "../services/AccessTokens.ts"
 import { AppRegistry } from "../services/AppRegistry.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
-import { REQUEST_ID_ANNOTATION, type RequestContext } from "../services/RequestContext.ts"
+import { currentRequestId, type RequestContext } from "../services/RequestContext.ts"
 import { PLAIN_NAME } from "../services/SqlIdentifier.ts"
 import { BadRequest } from "./Errors.ts"
 
@@ -17,13 +17,12 @@ export const resolveRequestContext = Effect.fnUntraced(
   function*(principal: Principal, request: HttpServerRequest.HttpServerRequest) {
     const config = yield* PlinthConfig
     const header = request.headers["x-app-schema"]
-    // The id the request's log lines carry (HttpServerLive), for the audit events its statements append.
-    const requestId = (yield* References.CurrentLogAnnotations)[REQUEST_ID_ANNOTATION]
     const base: RequestContext = {
       role: principal.role,
       userId: principal.userId,
       statementTimeout: config.sqlTimeout,
-      requestId: typeof requestId === "string" ? requestId : undefined
+      // For the audit events its statements append.
+      requestId: yield* currentRequestId
     }
     if (header === undefined || header === "" || header === "public") return base
     if (!PLAIN_NAME.test(header)) return yield* new BadRequest({ error: "invalid X-App-Schema" })
