@@ -42,6 +42,10 @@ describe("a page's chart", () => {
     expect(names(chartData(rows, { type: "line", x: "month", y: ["total"], series: "status" }, columnOf))).toEqual([
       "Paid, Jan: 10.50", "Paid, Feb: 1,200.00", "Pending, Jan: 2.00"
     ])
+    // Rows with the same x add up.
+    expect(names(chartData([...rows, { month: "Jan", status: "paid", total: "1" }], { type: "bar", x: "month", y: ["total"], series: null }, columnOf))).toEqual([
+      "Jan: 13.50", "Feb: 1,200.00"
+    ])
     const two = chartData([{ month: "Jan", a: 1, b: 2 }], { type: "bar", x: "month", y: ["a", "b"], series: null }, columnOf)
     expect(names(two)).toEqual(["A, Jan: 1", "B, Jan: 2"])
   })

@@ -82,6 +82,39 @@ const BROKEN = [
   ""
 ].join("\n")
 
+const BY_STATUS = [
+  "# By status",
+  "",
+  "See the [shipped ones](page:by-status?status=shipped).",
+  "",
+  `${fence}sql picked params=status`,
+  "SELECT count(*) AS n FROM orders WHERE status = $1",
+  fence,
+  "",
+  `${fence}value query=picked column=n label="Orders with this status"`,
+  fence,
+  ""
+].join("\n")
+
+const SHAPES = [
+  `${fence}sql by_month`,
+  "SELECT * FROM (VALUES ('Jan', 'open', 3, 1.5), ('Jan', 'shipped', 1, 2), ('Feb', 'open', 5, 0.25)) AS t (month, status, n, share)",
+  fence,
+  "",
+  `${fence}chart query=by_month type=line x=month y=n series=status title="Lines"`,
+  fence,
+  "",
+  `${fence}chart query=by_month type=area x=status y=n,share title="Areas"`,
+  fence,
+  "",
+  `${fence}chart query=by_month type=pie x=status y=n title="Pie"`,
+  fence,
+  "",
+  `${fence}value query=by_month column=share label="Share" format=percent`,
+  fence,
+  ""
+].join("\n")
+
 beforeAll(async () => {
   await ensureConsoleBuilt()
   stack = await startAuthStack()
@@ -105,6 +138,8 @@ beforeAll(async () => {
   await run(owner, "SELECT sys.create_page($1, $2, $3)", ["dashboard", "Dashboard", DASHBOARD])
   await run(owner, "SELECT sys.create_page($1, $2, $3)", ["notes", "Notes", "# Notes\n\nBack to the [dashboard](page:dashboard)."])
   await run(owner, "SELECT sys.create_page($1, $2, $3)", ["broken", "Broken", BROKEN])
+  await run(owner, "SELECT sys.create_page($1, $2, $3)", ["by-status", "By status", BY_STATUS])
+  await run(owner, "SELECT sys.create_page($1, $2, $3)", ["shapes", "Shapes", SHAPES])
 }, 120_000)
 afterAll(async () => {
   await browser?.close()
@@ -142,7 +177,7 @@ describe("pages in the console", () => {
     expect(await page.getByRole("main").locator("b").count()).toBe(0)
 
     const pages = page.getByRole("navigation", { name: "Main" }).getByRole("region", { name: "Pages" })
-    expect(await pages.getByRole("link").allTextContents()).toEqual(["Broken", "Dashboard", "Notes", "New page"])
+    expect(await pages.getByRole("link").allTextContents()).toEqual(["Broken", "By status", "Dashboard", "Notes", "Shapes", "New page"])
   })
 
   it("computes a member's page over their own rows only, and opens the app at the member's home page", async () => {
@@ -158,6 +193,32 @@ describe("pages in the console", () => {
     expect(await page.getByRole("link", { name: "Edit page" }).count()).toBe(0)
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Overview" }).click()
     await page.getByRole("heading", { level: 1, name: "Shop" }).waitFor()
+  })
+
+  it("binds the page URL's query to the queries' parameters, and runs the queries again on Refresh", async () => {
+    const page = await openAs(owner, "/apps/shop/pages/by-status?status=open")
+    const picked = page.getByRole("figure", { name: "Orders with this status" })
+    await picked.getByText("2", { exact: true }).waitFor()
+    await page.getByRole("link", { name: "shipped ones" }).click()
+    await picked.getByText("1", { exact: true }).waitFor()
+    expect(page.url()).toBe(`${stack.main.url}/console/apps/shop/pages/by-status?status=shipped`)
+    await run(owner, "INSERT INTO orders (status, total, note) VALUES ('shipped', 1, 'Z')")
+    await page.getByRole("button", { name: "Refresh" }).click()
+    await picked.getByText("2", { exact: true }).waitFor()
+    await run(owner, "DELETE FROM orders WHERE note = 'Z'")
+  })
+
+  it("draws line, area and pie charts, a series column as a legend, and a percent value", async () => {
+    const page = await openAs(owner, "/apps/shop/pages/shapes")
+    const lines = page.getByRole("figure", { name: "Lines" })
+    await lines.getByRole("img", { name: /^Line chart of N by Month/ }).waitFor()
+    for (const point of ["Open, Jan: 3", "Open, Feb: 5", "Shipped, Jan: 1"]) expect(await lines.getByRole("img", { name: point, exact: true }).count()).toBe(1)
+    expect(await lines.getByRole("list", { name: "Legend of Lines" }).getByRole("listitem").allTextContents()).toEqual(["Open", "Shipped"])
+    const areas = page.getByRole("figure", { name: "Areas" })
+    await areas.getByRole("img", { name: "Share, Shipped: 2", exact: true }).waitFor()
+    const pie = page.getByRole("figure", { name: "Pie" })
+    await pie.getByRole("img", { name: "Open: 8 (89 %)", exact: true }).waitFor()
+    await page.getByRole("figure", { name: "Share" }).getByText("150%").waitFor()
   })
 
   it("shows a broken query's error and a missing column's error in their places, and renders the rest", async () => {
@@ -244,6 +305,10 @@ describe("pages in the console", () => {
     }
     await chartOf(page).getByRole("button", { name: /^Show data/ }).click()
     await check("page")
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Shapes" }).click()
+    await page.getByRole("figure", { name: "Pie" }).getByRole("img").first().waitFor()
+    await check("charts")
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Dashboard" }).click()
     await page.getByRole("link", { name: "Edit page" }).click()
     await page.getByRole("region", { name: "Preview" }).getByRole("img", { name: "Open: 2", exact: true }).waitFor()
     await check("editor")

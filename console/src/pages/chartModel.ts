@@ -1,6 +1,7 @@
 /**
  * What a chart draws, from a query's rows: the x values in the rows' order, and one series per y
- * column, or, with a series column, one per value of that column (of the first y column). Pure,
+ * column, or, with a series column, one per value of that column (of the first y column); rows with
+ * the same x (and series) add up. Pure,
  * so that a unit test can check what each bar, point and slice is called.
  */
 import type { Column } from "../table/model.ts"
@@ -59,6 +60,12 @@ export const chartData = (
     }
   }
   const empty = () => xKeys.map((): number | null => null)
+  // Rows with the same x (and series) add up.
+  const add = (values: Array<number | null>, row: Readonly<Record<string, unknown>>, column: string) => {
+    const at = xIndex.get(JSON.stringify(row[options.x] ?? null))!
+    const value = numberOf(row[column])
+    if (value !== null) values[at] = (values[at] ?? 0) + value
+  }
   let series: Array<ChartSeries>
   if (options.series !== null) {
     const seriesColumn = columnOf(options.series)
@@ -67,13 +74,13 @@ export const chartData = (
       const key = JSON.stringify(row[options.series] ?? null)
       const entry = bySeries.get(key) ?? { label: textOf(seriesColumn, row[options.series]), values: empty() }
       bySeries.set(key, entry)
-      entry.values[xIndex.get(JSON.stringify(row[options.x] ?? null))!] = numberOf(row[options.y[0] ?? ""])
+      add(entry.values, row, options.y[0] ?? "")
     }
     series = [...bySeries.values()]
   } else {
     series = yColumns.map((column) => {
       const values = empty()
-      for (const row of rows) values[xIndex.get(JSON.stringify(row[options.x] ?? null))!] = numberOf(row[column.name])
+      for (const row of rows) add(values, row, column.name)
       return { label: column.label, values }
     })
   }
