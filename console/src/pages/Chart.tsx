@@ -12,7 +12,7 @@ const colorOf = (index: number) => COLORS[index % COLORS.length]!
 
 const WIDTH = 640
 const HEIGHT = 300
-const LEFT = 72
+const LEFT = 92
 const RIGHT = 16
 const TOP = 16
 const BOTTOM = 56
