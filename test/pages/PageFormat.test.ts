@@ -23,6 +23,7 @@ const problemOf = (source: string): string => {
   expect(problems.map((problem) => problem.message), source).toHaveLength(1)
   return problems[0]!.message
 }
+const nodesOf = (block: PageBlock | undefined) => (block?.kind === "markdown" ? block.nodes : [])
 const kinds = (blocks: ReadonlyArray<PageBlock>) => blocks.map((block) => block.kind)
 
 describe("PageFormat blocks", () => {
@@ -43,7 +44,7 @@ describe("PageFormat blocks", () => {
     expect(problems).toEqual([])
     expect(kinds(blocks)).toEqual(["markdown", "query", "value", "chart", "markdown", "table"])
     expect(blocks[0]).toMatchObject({ kind: "markdown", line: 1 })
-    expect(blocks[0]!.kind === "markdown" && blocks[0].nodes.map((node) => node.type)).toEqual(["heading", "paragraph"])
+    expect(nodesOf(blocks[0]).map((node) => node.type)).toEqual(["heading", "paragraph"])
     expect(blocks[1]).toEqual({
       kind: "query", name: "orders", sql: "select status, count(*) as count, sum(total) as total\nfrom orders group by status", params: [], line: 5
     })
@@ -79,13 +80,13 @@ describe("PageFormat blocks", () => {
     const { blocks, problems } = parsePage("~~~sql q\nselect 1\n~~~\n\n```js\nalert(1)\n```\n")
     expect(problems).toEqual([])
     expect(kinds(blocks)).toEqual(["query", "markdown"])
-    expect(blocks[1]!.kind === "markdown" && blocks[1].nodes[0]).toMatchObject({ type: "code", lang: "js", value: "alert(1)" })
+    expect(nodesOf(blocks[1])[0]).toMatchObject({ type: "code", lang: "js", value: "alert(1)" })
   })
 
   it("keeps raw HTML as html nodes, for the renderer to show as text", () => {
     const { blocks, problems } = parsePage("<script>alert(1)</script>\n\nHello <b>you</b>\n")
     expect(problems).toEqual([])
-    const nodes = blocks[0]!.kind === "markdown" ? blocks[0].nodes : []
+    const nodes = nodesOf(blocks[0])
     expect(nodes[0]).toMatchObject({ type: "html", value: "<script>alert(1)</script>" })
     expect(JSON.stringify(nodes[1])).toContain('"type":"html","value":"<b>"')
   })
@@ -94,7 +95,7 @@ describe("PageFormat blocks", () => {
     const { blocks, problems } = parsePage(fence("sql by_region params=region,year", "select * from orders where region = $1 and year = $2::int"))
     expect(problems).toEqual([])
     expect(blocks[0]).toMatchObject({ kind: "query", params: ["region", "year"] })
-    const query = blocks[0]!.kind === "query" ? blocks[0] : { params: [] }
+    const query = blocks[0]?.kind === "query" ? blocks[0] : { params: [] }
     expect(queryParameters(query, new URLSearchParams("year=2024&region=EU&other=x"))).toEqual(["EU", "2024"])
     expect(queryParameters(query, new URLSearchParams("region=EU"))).toEqual(["EU", null])
   })
