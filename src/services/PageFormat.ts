@@ -35,6 +35,8 @@ export const CHART_TYPES = ["bar", "line", "area", "pie"] as const
 export type ChartType = (typeof CHART_TYPES)[number]
 export const VALUE_FORMATS = ["number", "currency", "percent"] as const
 export type ValueFormat = (typeof VALUE_FORMATS)[number]
+/** Fenced blocks of the format on one page: each query is checked on save and run on view. */
+export const MAX_PAGE_BLOCKS = 100
 export const DEFAULT_PAGE_SIZE = 25
 export const MAX_PAGE_SIZE = 500
 /** The fenced block kinds the format gives a meaning to; other languages are ordinary code blocks. */
@@ -293,6 +295,7 @@ const fencedBlock = (context: Context, node: Code, kind: BlockKind): PageBlock =
     if (bad !== undefined) messages.push(`${key}=${quote(value)} has an empty or too long column name`)
     return names
   }
+  if (index > MAX_PAGE_BLOCKS) messages.push(`a page has at most ${MAX_PAGE_BLOCKS} sql, table, chart and value blocks; split it into pages`)
   if (isUnclosed(context.source, node)) messages.push("its ``` fence is not closed, so it runs to the end of the page")
   const problem = (message: string) =>
     context.problems.push({
