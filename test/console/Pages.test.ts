@@ -273,6 +273,10 @@ describe("pages in the console", () => {
       expect.stringMatching(/^Line 3: chart block 1 \(line 3, query=n\): type "pies" is not a chart type/)
     ])
     await preview.getByRole("alert").first().waitFor()
+    // Saved with a problem anyway: the server's validation refuses it, in its words.
+    await page.getByRole("button", { name: "Save page" }).click()
+    await page.getByRole("alert").filter({ hasText: "The page was not saved" }).waitFor()
+    expect(await page.getByRole("alert").filter({ hasText: "The page was not saved" }).textContent()).toMatch(/chart block 1 \(line 3, query=n\): type "pies" is not a chart type/)
 
     await source.fill("# Draft\n\nSaved text.")
     await page.getByLabel("Title").fill("Draft, saved")
