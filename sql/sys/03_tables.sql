@@ -542,6 +542,7 @@ BEGIN
         PERFORM sys.require_managed_table(v_schema, v_op ->> 'references');
         EXECUTE format('ALTER TABLE %I.%I DROP CONSTRAINT IF EXISTS %I', v_schema, p_name, v_column || '_kind');
         IF v_meta.column_type <> 'uuid' AND v_meta.column_type <> 'reference' THEN
+          PERFORM sys.unindex_display_column(v_schema, p_name, v_column);
           EXECUTE format('ALTER TABLE %I.%I ALTER COLUMN %I TYPE uuid USING %I::uuid', v_schema, p_name, v_column, v_column);
         END IF;
         EXECUTE format('ALTER TABLE %I.%I DROP CONSTRAINT IF EXISTS %I', v_schema, p_name, v_column || '_ref');

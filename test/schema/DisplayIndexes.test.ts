@@ -53,6 +53,14 @@ describe("trigram indexes on display columns", () => {
     // A display column's type can still change: its index goes first.
     result(await alterTable(stack, users.owner, table, [{ op: "change_type", name: "code", type: "integer" }]))
     expect(await indexedColumns(table)).toEqual(["kind"])
+    // Made a reference (a uuid), likewise.
+    result(await alterTable(stack, users.owner, table, [
+      { op: "add_column", column: { name: "parent", type: "text" } },
+      { op: "set_display_columns", columns: ["kind", "parent"] }
+    ]))
+    expect(await indexedColumns(table)).toEqual(["kind", "parent"])
+    result(await alterTable(stack, users.owner, table, [{ op: "add_reference", name: "parent", references: table }]))
+    expect(await indexedColumns(table)).toEqual(["kind"])
     result(await alterTable(stack, users.owner, table, [{ op: "rename_column", name: "kind", to: "sort" }]))
     expect(await indexedColumns(table)).toEqual(["sort"])
     result(await alterTable(stack, users.owner, table, [{ op: "drop_column", name: "sort" }]))
