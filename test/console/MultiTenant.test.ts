@@ -22,6 +22,8 @@ let control: TestDatabase
 let mail: FakeMailApi
 let main: RunningService
 let browser: Browser
+/** Each tenant's owner's JWT. */
+const owners = new Map<string, string>()
 const suffix = randomBytes(4).toString("hex")
 // Named like the suite's databases, so the run's teardown drops them with the rest.
 const acme = `plinth_test_acme_${suffix}`
@@ -60,6 +62,7 @@ beforeAll(async () => {
     const link = await invite(tenant, `owner@${tenant}.test`, "owner")
     const signedIn = await post<{ token: string }>(main.url, "/auth/magic-link/verify", { token: tokenOf(link) }, { headers: { "x-tenant": tenant } })
     expect(signedIn.status).toBe(200)
+    owners.set(tenant, signedIn.body.token)
     const created = await post(main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: [schema, name, ""] }, {
       token: signedIn.body.token,
       headers: { "x-tenant": tenant }
@@ -87,6 +90,33 @@ const openLink = async (page: Page, link: string) => {
   await page.getByRole("button", { name: "Sign out" }).waitFor()
   return stream
 }
+
+describe("GET /events and the tenant", () => {
+  /** The stream's status (its body left unread, the connection closed). */
+  const open = async (query: string, headers: Record<string, string> = {}) => {
+    const controller = new AbortController()
+    const response = await fetch(`${main.url}/events?${query}`, { headers, signal: controller.signal })
+    controller.abort()
+    return response.status
+  }
+
+  it("takes the tenant as ?tenant= (EventSource sets no headers), guarded as X-Tenant is; other routes still need the header", async () => {
+    const token = owners.get(acme)!
+    expect(await open(`token=${token}&tenant=${acme}`)).toBe(200)
+    expect(await open(`token=${token}&tenant=${globex}`)).toBe(403)
+    expect(await open(`token=${token}&tenant=Not-A-Tenant`)).toBe(400)
+    expect(await open(`token=${token}&tenant=no_such_tenant`)).toBe(404)
+    expect(await open(`token=${token}`)).toBe(400)
+    // The header, when there is one, is the tenant.
+    expect(await open(`token=${token}&tenant=${globex}`, { "x-tenant": acme })).toBe(200)
+    const sql = await fetch(`${main.url}/sql?tenant=${acme}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ sql: "SELECT 1" })
+    })
+    expect(sql.status).toBe(400)
+  })
+})
 
 describe("signing in to a tenant", () => {
   it("a link printed by `plinth invite --tenant` names the tenant; opened, it signs the user in to that tenant only", async () => {
