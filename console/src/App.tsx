@@ -18,7 +18,7 @@ export const App = () => {
 
   // A link's token is taken from the address at once, before anything else runs.
   if (route.path === "/auth/callback" || route.path === "/auth/confirm-email") {
-    return <Callback kind={route.path === "/auth/callback" ? "sign-in" : "email"} token={route.query.get("token")} />
+    return <Callback kind={route.path === "/auth/callback" ? "sign-in" : "email"} token={route.query.get("token")} tenant={route.query.get("tenant")} />
   }
   if (failed) {
     return (

@@ -22,15 +22,17 @@ export const loadConfig = async (): Promise<ConsoleConfig> => {
 const clients = new Map<string, AsyncPlinthClient>()
 session.subscribe(() => clients.clear())
 
-/** A client of the main service for the signed-in user (or nobody), in `appSchema`. */
+/** A client of the main service for the signed-in user (or nobody), in `appSchema` (and the tab's tenant, when there is one). */
 export const clientFor = (appSchema = "public"): AsyncPlinthClient => {
   let client = clients.get(appSchema)
   if (client === undefined) {
     const token = session.get()?.token
+    const tenant = session.tenant()
     client = createPlinthClient({
       url: location.origin,
       ...(token === undefined ? {} : { token }),
-      ...(appSchema === "public" ? {} : { appSchema })
+      ...(appSchema === "public" ? {} : { appSchema }),
+      ...(tenant === null ? {} : { tenant })
     })
     clients.set(appSchema, client)
   }
@@ -81,6 +83,13 @@ const sentence = (text: string) => {
   return /[.!?]$/.test(first) ? first : `${first}.`
 }
 
+/** The HTTP status of a failure the endpoint does not declare (the client's HttpClientError with a response), if any. */
+export const statusOf = (error: unknown): number | undefined => {
+  const reason = typeof error === "object" && error !== null && "reason" in error ? error.reason : undefined
+  const response = typeof reason === "object" && reason !== null && "response" in reason ? reason.response : undefined
+  return typeof response === "object" && response !== null && "status" in response && typeof response.status === "number" ? response.status : undefined
+}
+
 /** A failed call, in words (what went wrong and, where there is one, what to do). */
 export const describe = (error: unknown): string => {
   const tag = tagOf(error)
@@ -94,6 +103,8 @@ export const describe = (error: unknown): string => {
     return sentence(fields.error.message)
   }
   if (tag === "Unauthorized") return SESSION_ENDED
+  const status = statusOf(error)
+  if (tag === "HttpClientError" && status !== undefined) return `The server answered with an error (HTTP ${status}). Please try again.`
   if (tag === "HttpClientError" || error instanceof TypeError) return "The server could not be reached. Please check your connection and try again."
   return sentence(typeof fields.message === "string" ? fields.message : String(error))
 }

@@ -1,6 +1,8 @@
 /**
  * Who is signed in, for this tab only: the JWT and the user in sessionStorage (gone when the tab
- * closes), dropped on sign out and on any 401. Screens subscribe to it with `useSession`.
+ * closes), dropped on sign out and on any 401. Screens subscribe to it with `useSession`. In a
+ * multi-tenant deployment, the tenant (the user's organization) is kept for the tab too, across
+ * sign-outs, and sent as X-Tenant.
  */
 import type { SignedIn } from "plinth/client"
 import { useEffect, useState } from "preact/hooks"
@@ -14,6 +16,7 @@ export interface Session {
 
 const TOKEN_KEY = "plinth.token"
 const USER_KEY = "plinth.user"
+const TENANT_KEY = "plinth.tenant"
 
 const read = (): Session | null => {
   const token = sessionStorage.getItem(TOKEN_KEY)
@@ -50,6 +53,14 @@ export const session = {
     sessionStorage.removeItem(USER_KEY)
     current = null
     endedBecause = reason
+    emit()
+  },
+  /** Multi-tenant mode: the tenant every call names (X-Tenant); null until the user names one. */
+  tenant: (): string | null => sessionStorage.getItem(TENANT_KEY),
+  /** Names the tenant of the calls from now on (the sign-in form, a link's `tenant`). */
+  setTenant: (name: string) => {
+    if (sessionStorage.getItem(TENANT_KEY) === name) return
+    sessionStorage.setItem(TENANT_KEY, name)
     emit()
   },
   /** Something the sign-in screen says once (a link that did not work). */

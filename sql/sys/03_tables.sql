@@ -93,6 +93,74 @@ BEGIN
 END
 $$;
 
+-- A table's display columns: the ones set, else its first text, email or choice column (the rule
+-- of the read views' `<column>_display` and of the console's reference picker).
+CREATE OR REPLACE FUNCTION sys.display_columns_of(p_schema text, p_table text) RETURNS text[]
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT coalesce(
+    (SELECT display_columns FROM sys.table_metadata
+     WHERE schema_name = p_schema AND table_name = p_table AND cardinality(display_columns) > 0),
+    ARRAY(SELECT column_name FROM sys.column_metadata
+          WHERE schema_name = p_schema AND table_name = p_table AND column_type IN ('text', 'email', 'choice')
+          ORDER BY position LIMIT 1));
+$$;
+
+-- The trigram index of a display column, named like sys.column_index_name but apart from it.
+CREATE OR REPLACE FUNCTION sys.display_index_name(p_table text, p_column text) RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT left(p_table || '_' || p_column, 44) || '_' || left(md5(p_table || '.' || p_column || '.trgm'), 8) || '_trgm';
+$$;
+
+-- The trigram (GIN) indexes on one column of a table, or on all its columns when p_column is NULL.
+CREATE OR REPLACE FUNCTION sys.trigram_indexes(p_schema text, p_table text, p_column text)
+RETURNS TABLE (index_name text, column_name text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT ic.relname::text, a.attname::text
+  FROM pg_index i
+  JOIN pg_class ic ON ic.oid = i.indexrelid
+  JOIN pg_opclass o ON o.oid = i.indclass[0]
+  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+  WHERE i.indrelid = format('%I.%I', p_schema, p_table)::regclass AND i.indnatts = 1 AND o.opcname = 'gin_trgm_ops'
+    AND (p_column IS NULL OR a.attname = p_column);
+$$;
+
+-- Before a column's type changes: its trigram index would not take the new type.
+CREATE OR REPLACE FUNCTION sys.unindex_display_column(p_schema text, p_table text, p_column text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  v_index text;
+BEGIN
+  FOR v_index IN SELECT index_name FROM sys.trigram_indexes(p_schema, p_table, p_column) LOOP
+    EXECUTE format('DROP INDEX %I.%I', p_schema, v_index);
+  END LOOP;
+END
+$$;
+
+-- The reference picker searches a table's display columns for text anywhere in them (ILIKE
+-- '%…%'): each text display column gets a trigram index (pg_trgm, in the `extensions` schema no app
+-- role may use), and a column that is no longer a display column loses its own.
+CREATE OR REPLACE FUNCTION sys.index_display_columns(p_schema text, p_table text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  v_display text[] := sys.display_columns_of(p_schema, p_table);
+  v_index record;
+  v_column text;
+BEGIN
+  FOR v_index IN SELECT * FROM sys.trigram_indexes(p_schema, p_table, NULL) WHERE NOT (column_name = ANY (v_display)) LOOP
+    EXECUTE format('DROP INDEX %I.%I', p_schema, v_index.index_name);
+  END LOOP;
+  FOR v_column IN
+    SELECT a.attname FROM pg_attribute a
+    WHERE a.attrelid = format('%I.%I', p_schema, p_table)::regclass AND a.attname = ANY (v_display) AND NOT a.attisdropped
+      AND a.atttypid IN ('text'::regtype, 'varchar'::regtype)
+      AND NOT EXISTS (SELECT FROM sys.trigram_indexes(p_schema, p_table, a.attname))
+  LOOP
+    EXECUTE format('CREATE INDEX %I ON %I.%I USING gin (%I extensions.gin_trgm_ops)',
+      sys.display_index_name(p_table, v_column), p_schema, p_table, v_column);
+  END LOOP;
+END
+$$;
+
 -- The CHECK that gives email, url and choice columns their meaning (NULL when the type has none).
 CREATE OR REPLACE FUNCTION sys.column_kind_check(p_column text, p_type text, p_options jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -322,6 +390,7 @@ BEGIN
   FOR v_column IN SELECT * FROM jsonb_array_elements(p_columns) LOOP
     PERFORM sys.add_column(v_schema, p_name, v_column);
   END LOOP;
+  PERFORM sys.index_display_columns(v_schema, p_name);
   -- Defaults: staff reads and writes everything, members only their own rows, anon nothing.
   INSERT INTO sys.table_permissions (schema_name, table_name, role, read, write, delete) VALUES
     (v_schema, p_name, 'staff', 'all', 'all', 'all'),
@@ -437,6 +506,7 @@ BEGIN
         END IF;
         EXECUTE format('ALTER TABLE %I.%I DROP CONSTRAINT IF EXISTS %I, DROP CONSTRAINT IF EXISTS %I', v_schema, p_name, v_column || '_kind', v_column || '_ref');
         PERFORM sys.unindex_column(v_schema, p_name, v_column);
+        PERFORM sys.unindex_display_column(v_schema, p_name, v_column);
         EXECUTE format('ALTER TABLE %I.%I ALTER COLUMN %I TYPE %s USING %I::%s', v_schema, p_name, v_column, v_sql_type, v_column, v_sql_type);
         v_check := sys.column_kind_check(v_column, v_type, coalesce(v_op -> 'options', v_meta.options));
         IF v_check IS NOT NULL THEN
@@ -472,6 +542,7 @@ BEGIN
         PERFORM sys.require_managed_table(v_schema, v_op ->> 'references');
         EXECUTE format('ALTER TABLE %I.%I DROP CONSTRAINT IF EXISTS %I', v_schema, p_name, v_column || '_kind');
         IF v_meta.column_type <> 'uuid' AND v_meta.column_type <> 'reference' THEN
+          PERFORM sys.unindex_display_column(v_schema, p_name, v_column);
           EXECUTE format('ALTER TABLE %I.%I ALTER COLUMN %I TYPE uuid USING %I::uuid', v_schema, p_name, v_column, v_column);
         END IF;
         EXECUTE format('ALTER TABLE %I.%I DROP CONSTRAINT IF EXISTS %I', v_schema, p_name, v_column || '_ref');
@@ -490,6 +561,8 @@ BEGIN
           coalesce(quote_literal(v_op ->> 'op'), 'null') USING ERRCODE = 'P0001';
     END CASE;
   END LOOP;
+  -- Operations may have made other columns the display columns (set_display_columns, a first text column, a drop).
+  PERFORM sys.index_display_columns(v_schema, p_name);
   PERFORM sys.rebuild_view(v_schema, p_name);
   PERFORM sys.rebuild_referencing_views(v_schema, p_name);
   PERFORM sys.catalog_changed();
@@ -527,6 +600,8 @@ REVOKE ALL ON FUNCTION
   sys.column_type_sql(text), sys.default_display_type(text), sys.column_kind_check(text, text, jsonb),
   sys.check_keys(jsonb, text, text[]), sys.choice_violation(text, text[]), sys.column_index_name(text, text),
   sys.index_column(text, text, text), sys.unindex_column(text, text, text),
+  sys.display_columns_of(text, text), sys.display_index_name(text, text), sys.trigram_indexes(text, text, text),
+  sys.unindex_display_column(text, text, text), sys.index_display_columns(text, text),
   sys.require_managed_table(text, text), sys.add_column(text, text, jsonb),
   sys.rebuild_view(text, text), sys.referencing_tables(text, text), sys.rebuild_referencing_views(text, text),
   sys.drop_referencing_views(text, text),

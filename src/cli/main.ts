@@ -175,7 +175,7 @@ const invite = Command.make("invite", {
     yield* Console.log(again
       ? `${who} was invited as ${role} and has not signed in yet. A fresh sign-in link (valid 15 minutes, single use):`
       : `Invited ${who} as ${role}. Sign-in link (valid 15 minutes, single use):`)
-    yield* Console.log(magicLinkUrl(config.appUrl, token))
+    yield* Console.log(magicLinkUrl(config.appUrl, token, Option.getOrUndefined(tenant)))
   }).pipe(
     Effect.provide(Base),
     // Before Base: a mistyped address starts no database.

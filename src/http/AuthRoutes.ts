@@ -100,8 +100,9 @@ export const AuthHandlers = HttpApiBuilder.group(ServedApi, "auth", Effect.fn(fu
         const token = yield* Identity.createMagicLink(payload.email)
         // The mail goes out after the response, so its duration tells nobody whether the address is known.
         if (Option.isSome(token)) {
+          const tenant = Option.getOrUndefined(yield* CurrentTenant)
           yield* Effect.forkDetach(
-            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "sign-in" }).pipe(
+            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "sign-in", tenant }).pipe(
               Effect.catchTag("MailError", (error) => Effect.logWarning(`magic link not delivered: ${error.message}`))
             )
           )
@@ -164,8 +165,9 @@ export const AccountHandlers = HttpApiBuilder.group(ServedApi, "account", Effect
         )
         // After the response, as for magic links: its timing tells nobody whether the address has an account.
         if (Option.isSome(token)) {
+          const tenant = Option.getOrUndefined(yield* CurrentTenant)
           yield* Effect.forkDetach(
-            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "email-change" }).pipe(
+            mailer.sendMagicLink({ to: payload.email, token: token.value, kind: "email-change", tenant }).pipe(
               Effect.catchTag("MailError", (error) => Effect.logWarning(`email change link not delivered: ${error.message}`))
             )
           )

@@ -1,6 +1,7 @@
 /**
  * Which tenant serves a request. Single-tenant: always the process's own. Multi-tenant: the one
- * `X-Tenant` names (400 when missing or malformed, 404 when the registry does not list it), with
+ * `X-Tenant` names (for GET /events, which EventSource opens, `?tenant=` too; 400 when missing or
+ * malformed, 404 when the registry does not list it), with
  * the tenant's services (pool, event fan-out, caches) provided to the route for the request's
  * lifetime. `/health`, `/ready` and `/openapi.json` need no tenant: they answer for the process.
  */
@@ -56,6 +57,14 @@ export const ProcessTenant: Layer.Layer<never, never, TenantSource> = Layer.effe
   Effect.map(TenantSource, (source) => (Option.isNone(source.tenant) ? source.process as Context.Context<never> : Context.empty()))
 )
 
+/** The event stream, which browsers open with EventSource: it cannot set headers, so its tenant may come as `?tenant=`. */
+const EVENTS_PATH = "/events"
+
+const tenantParameter = (url: string): string | undefined => {
+  const query = url.indexOf("?")
+  return query === -1 ? undefined : new URLSearchParams(url.slice(query + 1)).get("tenant") ?? undefined
+}
+
 const plainError = (status: number, error: string) => HttpServerResponse.jsonUnsafe({ error }, { status })
 
 export const TenantSelection = HttpRouter.middleware<{ provides: TenantServices }>()(
@@ -71,7 +80,7 @@ export const TenantSelection = HttpRouter.middleware<{ provides: TenantServices 
         const request = yield* HttpServerRequest.HttpServerRequest
         const path = request.url.split("?")[0] ?? "/"
         if (PROCESS_PATHS.has(path)) return yield* Effect.provideContext(app, source.process)
-        const name = request.headers["x-tenant"]
+        const name = request.headers["x-tenant"] ?? (path === EVENTS_PATH ? tenantParameter(request.url) : undefined)
         if (name === undefined || name === "") return plainError(400, "X-Tenant is required")
         if (!TENANT_NAME.test(name)) return plainError(400, "invalid X-Tenant")
         const context = yield* tenant.value(name).pipe(Effect.result)

@@ -21,6 +21,8 @@ export interface MagicLinkMail {
   readonly token: string
   /** `email-change` goes to the new address and links to `/auth/confirm-email`. */
   readonly kind: "sign-in" | "invite" | "email-change"
+  /** Multi-tenant mode: the tenant the token is good in, carried by the link as `&tenant=`. */
+  readonly tenant?: string | undefined
 }
 
 export class Mailer extends Context.Service<Mailer, {
@@ -41,24 +43,25 @@ export class Mailer extends Context.Service<Mailer, {
   static readonly dropping = Mailer.of({ sendMagicLink: (mail) => dropWithWarning(mail) })
 }
 
-/** `${APP_URL}/<path>?token=<token>`, keeping any path of APP_URL and never doubling the slash. */
-const appLink = (appUrl: URL, path: string, token: string): string => {
+/** `${APP_URL}/<path>?token=<token>[&tenant=<tenant>]`, keeping any path of APP_URL and never doubling the slash. */
+const appLink = (appUrl: URL, path: string, token: string, tenant: string | undefined): string => {
   const url = new URL(appUrl.href)
   const base = url.pathname.endsWith("/") ? url.pathname : `${url.pathname}/`
   url.pathname = `${base}${path}`
-  url.search = `?token=${encodeURIComponent(token)}`
+  // The tenant too, in multi-tenant mode: the page the link opens must say which tenant verifies the token.
+  url.search = `?token=${encodeURIComponent(token)}${tenant === undefined ? "" : `&tenant=${encodeURIComponent(tenant)}`}`
   url.hash = ""
   return url.href
 }
 
-/** `${APP_URL}/auth/callback?token=<token>`, keeping any path of APP_URL and never doubling the slash. */
-export const magicLinkUrl = (appUrl: URL, token: string): string => appLink(appUrl, "auth/callback", token)
+/** `${APP_URL}/auth/callback?token=<token>` (and `&tenant=` in multi-tenant mode), keeping any path of APP_URL and never doubling the slash. */
+export const magicLinkUrl = (appUrl: URL, token: string, tenant?: string): string => appLink(appUrl, "auth/callback", token, tenant)
 
-/** `${APP_URL}/auth/confirm-email?token=<token>`: the link that makes an email change take effect. */
-export const confirmEmailUrl = (appUrl: URL, token: string): string => appLink(appUrl, "auth/confirm-email", token)
+/** `${APP_URL}/auth/confirm-email?token=<token>` (and `&tenant=`): the link that makes an email change take effect. */
+export const confirmEmailUrl = (appUrl: URL, token: string, tenant?: string): string => appLink(appUrl, "auth/confirm-email", token, tenant)
 
 const linkOf = (appUrl: URL, mail: MagicLinkMail): string =>
-  mail.kind === "email-change" ? confirmEmailUrl(appUrl, mail.token) : magicLinkUrl(appUrl, mail.token)
+  mail.kind === "email-change" ? confirmEmailUrl(appUrl, mail.token, mail.tenant) : magicLinkUrl(appUrl, mail.token, mail.tenant)
 
 // ---------------------------------------------------------------------------------------------
 // Configuration

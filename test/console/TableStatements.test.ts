@@ -3,7 +3,17 @@
  * parameter, keyset pages (after the last row's sort value and key, never OFFSET).
  */
 import { describe, expect, it } from "vitest"
-import { containsPattern, insertStatement, pageStatement, pickerStatement, quote, updateStatement } from "../../console/src/table/statements.ts"
+import {
+  arrayLiteral,
+  bulkDeleteStatement,
+  bulkUpdateStatement,
+  containsPattern,
+  insertStatement,
+  pageStatement,
+  pickerStatement,
+  quote,
+  updateStatement
+} from "../../console/src/table/statements.ts"
 
 const base = {
   schema: "shop",
@@ -70,6 +80,46 @@ describe("the table screen's statements", () => {
     expect(pickerStatement("shop", "customers_v", ["name", "city"], "ac")).toEqual({
       sql: 'SELECT "id" AS value, concat_ws(\' \', "name"::text, "city"::text) AS label FROM "shop"."customers_v" WHERE "name"::text ILIKE $1 OR "city"::text ILIKE $1 ORDER BY 2, 1 LIMIT $2',
       params: ["%ac%", 20]
+    })
+  })
+
+  describe("bulk actions: one statement each, every value bound", () => {
+    const target = { schema: "shop", table: "orders", key: "id", keyIsUuid: true }
+    const keys = ["0b7c4f3e-0000-4000-8000-000000000001", "0b7c4f3e-0000-4000-8000-000000000002"]
+
+    it("set one field in the ticked rows, their keys one uuid array", () => {
+      expect(bulkUpdateStatement(target, "status", "shipped", { kind: "keys", keys })).toEqual({
+        sql: 'UPDATE "shop"."orders" SET "status" = $1 WHERE "id" = ANY($2::uuid[])',
+        params: ["shipped", `{"${keys[0]}","${keys[1]}"}`]
+      })
+      expect(bulkDeleteStatement(target, { kind: "keys", keys })).toEqual({
+        sql: 'DELETE FROM "shop"."orders" WHERE "id" = ANY($1::uuid[])',
+        params: [`{"${keys[0]}","${keys[1]}"}`]
+      })
+    })
+
+    it("a key that is not a uuid is compared as text; the array literal quotes each element", () => {
+      expect(bulkDeleteStatement({ ...target, table: 'we"ird', key: "code", keyIsUuid: false }, { kind: "keys", keys: ['a"b', "c\\d", "e,f}"] })).toEqual({
+        sql: 'DELETE FROM "shop"."we""ird" WHERE "code"::text = ANY($1::text[])',
+        params: ['{"a\\"b","c\\\\d","e,f}"}']
+      })
+      expect(arrayLiteral([])).toBe("{}")
+    })
+
+    it("all rows matching: the screen's own bound search and filters, on the relation it reads", () => {
+      const query = { ...base, search: "50%", filters: [{ column: "paid", value: false }] }
+      expect(bulkUpdateStatement(target, "note", "x'); DROP TABLE orders; --", { kind: "matching", query })).toEqual({
+        sql: 'UPDATE "shop"."orders" SET "note" = $1 WHERE "id" IN (SELECT "id" FROM "shop"."orders_v" WHERE ("note"::text ILIKE $2) AND "paid" = $3)',
+        params: ["x'); DROP TABLE orders; --", "%50\\%%", false]
+      })
+      expect(bulkDeleteStatement(target, { kind: "matching", query: { ...base, relation: "orders" } })).toEqual({
+        sql: 'DELETE FROM "shop"."orders" WHERE true',
+        params: []
+      })
+      expect(bulkDeleteStatement(target, { kind: "matching", query: { ...base, relation: "orders", filters: [{ column: "status", value: "open" }] } })).toEqual({
+        sql: 'DELETE FROM "shop"."orders" WHERE "status" = $1',
+        params: ["open"]
+      })
     })
   })
 })

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/v
 import { ConfigProvider, Console, Effect, Layer, Logger } from "effect"
 import { MailerLive } from "../../src/layers/Integrations.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
-import { type MagicLinkMail, Mailer, magicLinkUrl } from "../../src/services/Mailer.ts"
+import { confirmEmailUrl, type MagicLinkMail, Mailer, magicLinkUrl } from "../../src/services/Mailer.ts"
 import { type FakeMailApi, startFakeMailApi } from "../support/FakeMailApi.ts"
 
 const API_KEY = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
@@ -238,5 +238,9 @@ describe("magicLinkUrl", () => {
     expect(magicLinkUrl(new URL("http://localhost:5173"), "a b&c=d/+")).toBe(
       "http://localhost:5173/auth/callback?token=a%20b%26c%3Dd%2F%2B"
     )
+  })
+  it("carries the tenant in multi-tenant mode, after the token", () => {
+    expect(magicLinkUrl(new URL("http://localhost:3000/console"), "abc", "acme")).toBe("http://localhost:3000/console/auth/callback?token=abc&tenant=acme")
+    expect(confirmEmailUrl(new URL("http://localhost:3000/console"), "abc", "acme")).toBe("http://localhost:3000/console/auth/confirm-email?token=abc&tenant=acme")
   })
 })

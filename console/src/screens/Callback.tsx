@@ -1,7 +1,8 @@
 /**
  * Where a link of an email lands: `/console/auth/callback?token=` (sign-in, invitation) or
- * `/console/auth/confirm-email?token=` (an email change). The token leaves the address at once
- * (replaced in the history), is verified, and the user is signed in.
+ * `/console/auth/confirm-email?token=` (an email change), with `&tenant=` in a multi-tenant
+ * deployment. The token and the tenant leave the address at once (replaced in the history), the
+ * tenant is kept for the tab, the token is verified in it, and the user is signed in.
  */
 import { useEffect, useRef } from "preact/hooks"
 import { clientFor, describe, errorTag } from "../api.ts"
@@ -24,7 +25,7 @@ const failed = (text: string) => {
   navigate("/", true)
 }
 
-export const Callback = (props: { readonly kind: "sign-in" | "email"; readonly token: string | null }) => {
+export const Callback = (props: { readonly kind: "sign-in" | "email"; readonly token: string | null; readonly tenant: string | null }) => {
   const started = useRef(false)
   useEffect(() => {
     if (started.current) return
@@ -33,6 +34,8 @@ export const Callback = (props: { readonly kind: "sign-in" | "email"; readonly t
     if (token === null) return failed("This link has no token. Please ask for a new one below.")
     // The token is spent once verified: it has no place in the address bar or the history.
     history.replaceState(null, "", location.pathname)
+    // The link's tenant is the one its token was issued in: every call from now on names it.
+    if (props.tenant !== null && props.tenant !== "") session.setTenant(props.tenant)
     const verify = props.kind === "email"
       ? clientFor().run((client) => client.mainApi.auth.verifyEmailChange({ payload: { token } }))
       : clientFor().run((client) => client.mainApi.auth.verifyMagicLink({ payload: { token } }))

@@ -58,7 +58,9 @@ const useEvents = (token: string, onResync: () => void) => {
   const resync = useRef(onResync)
   resync.current = onResync
   useEffect(() => {
-    const events = new EventSource(`/events?token=${encodeURIComponent(token)}`)
+    // EventSource sets no headers: the token and the tenant go in the address.
+    const tenant = session.tenant()
+    const events = new EventSource(`/events?token=${encodeURIComponent(token)}${tenant === null ? "" : `&tenant=${encodeURIComponent(tenant)}`}`)
     events.addEventListener("resync", () => resync.current())
     events.addEventListener("page_change", (event) => {
       const change = pageChangeOf(event.data)

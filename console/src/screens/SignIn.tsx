@@ -1,15 +1,23 @@
 /**
  * Signing in: an email address gets a sign-in link (POST /auth/magic-link), with the bot check when
- * the deployment has one; outside production, a password form too (POST /auth/login).
+ * the deployment has one; outside production, a password form too (POST /auth/login). In a
+ * multi-tenant deployment the user names their organization (the tenant, sent as X-Tenant).
  */
 import { useState } from "preact/hooks"
-import { type ConsoleConfig, clientFor, describe, errorTag } from "../api.ts"
+import { type ConsoleConfig, clientFor, describe, errorTag, statusOf } from "../api.ts"
 import { useChallenge } from "../Challenge.tsx"
 import { Message, useTitle } from "../components.tsx"
 import { session } from "../session.ts"
 
+/** A tenant's name as the server takes it (X-Tenant). */
+const TENANT_PATTERN = "[a-z][a-z0-9_]{0,62}"
+
 /** The words for a failed sign-in request, by what the server answered. */
-const signInFailure = (error: unknown, what: "link" | "password"): string => {
+const signInFailure = (error: unknown, what: "link" | "password", organization: string | null): string => {
+  // A tenant the server does not know: a 404 before any route (or the body saying so, where the route declares 404s).
+  if (organization !== null && (statusOf(error) === 404 || /unknown tenant/i.test(describe(error)))) {
+    return `There is no organization named ${organization}. Please check its name.`
+  }
   switch (errorTag(error)) {
     case "Forbidden":
       return "The bot check failed. Please complete it again and retry."
@@ -34,6 +42,32 @@ export const SignIn = (props: { readonly config: ConsoleConfig }) => {
   const [outcome, setOutcome] = useState<Outcome>(null)
   const [password, setPassword] = useState({ email: "", password: "" })
   const [passwordError, setPasswordError] = useState<string | null>(null)
+  const [organization, setOrganization] = useState(session.tenant() ?? "")
+  const tenant = props.config.multiTenant ? organization.trim() : null
+  /** Multi-tenant mode: the organization named, kept for the tab before the call that needs it. */
+  const keepTenant = () => {
+    if (tenant !== null) session.setTenant(tenant)
+  }
+  const organizationField = (id: string) =>
+    props.config.multiTenant
+      ? (
+        <>
+          <label for={id}>Organization</label>
+          <input
+            id={id}
+            type="text"
+            autocomplete="organization"
+            required
+            pattern={TENANT_PATTERN}
+            maxLength={63}
+            aria-describedby={`${id}-hint`}
+            value={organization}
+            onInput={(event) => setOrganization(event.currentTarget.value)}
+          />
+          <p id={`${id}-hint`} class="hint">Your organization's name in Plinth: lower-case letters, digits and underscores.</p>
+        </>
+      )
+      : null
 
   const challengeToken = challenge.token === undefined ? {} : { challenge_token: challenge.token }
 
@@ -42,10 +76,11 @@ export const SignIn = (props: { readonly config: ConsoleConfig }) => {
     setBusy(true)
     setOutcome(null)
     try {
+      keepTenant()
       await clientFor().run((client) => client.mainApi.auth.requestMagicLink({ payload: { email: email.trim(), ...challengeToken } }))
       setOutcome({ kind: "sent", to: email.trim() })
     } catch (error) {
-      setOutcome({ kind: "error", text: signInFailure(error, "link") })
+      setOutcome({ kind: "error", text: signInFailure(error, "link", tenant) })
     } finally {
       setBusy(false)
       if (props.config.challengeSiteKey !== null) challenge.reset()
@@ -57,12 +92,13 @@ export const SignIn = (props: { readonly config: ConsoleConfig }) => {
     setBusy(true)
     setPasswordError(null)
     try {
+      keepTenant()
       const signedIn = await clientFor().run((client) =>
         client.mainApi.auth.login({ payload: { email: password.email.trim(), password: password.password, ...challengeToken } })
       )
       session.signIn(signedIn.token, signedIn.user)
     } catch (error) {
-      setPasswordError(signInFailure(error, "password"))
+      setPasswordError(signInFailure(error, "password", tenant))
     } finally {
       setBusy(false)
       if (props.config.challengeSiteKey !== null) challenge.reset()
@@ -82,6 +118,7 @@ export const SignIn = (props: { readonly config: ConsoleConfig }) => {
         : null}
       <form onSubmit={requestLink} aria-labelledby="link-heading">
         <h2 id="link-heading">Get a sign-in link</h2>
+        {organizationField("link-organization")}
         <label for="link-email">Email</label>
         <input id="link-email" type="email" autocomplete="email" required maxLength={320} value={email} onInput={(event) => setEmail(event.currentTarget.value)} />
         {challenge.widget}
@@ -94,6 +131,7 @@ export const SignIn = (props: { readonly config: ConsoleConfig }) => {
           <form onSubmit={signInWithPassword} aria-labelledby="password-heading">
             <h2 id="password-heading">Or sign in with a password</h2>
             <p class="hint">Password sign-in is available outside production only.</p>
+            {organizationField("password-organization")}
             <label for="password-email">Email</label>
             <input
               id="password-email"

@@ -11,6 +11,7 @@ import { Message, useTitle } from "../components.tsx"
 import { labelOf, type NavEntry } from "../navigation.ts"
 import { type App, appPath } from "../paths.ts"
 import { Link } from "../router.tsx"
+import { BulkActions, bulkEnabled, type BulkSelection, selectionWords } from "../table/BulkActions.tsx"
 import { type Column, countWords, ESTIMATED_ABOVE, rowName, type TableModel, tableModel } from "../table/model.ts"
 import { ReferencePicker } from "../table/ReferencePicker.tsx"
 import { RowForm } from "../table/RowForm.tsx"
@@ -66,6 +67,9 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
   const [deleting, setDeleting] = useState<string | null>(null)
   const [note, setNote] = useState<{ readonly kind: "status" | "error"; readonly text: string } | null>(null)
   const [exactCount, setExactCount] = useState<number | null>(null)
+  // Rows ticked for a bulk action (by their key's text), or every row matching, counted when chosen.
+  const [ticked, setTicked] = useState<ReadonlyMap<string, unknown>>(new Map())
+  const [allMatching, setAllMatching] = useState<{ readonly count: number; readonly estimated: boolean } | null>(null)
 
   useEffect(() => {
     const timer = setTimeout(() => setSearch(searchInput.trim()), 250)
@@ -114,6 +118,8 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
   const restart = () => {
     setCursors([])
     setExactCount(null)
+    setTicked(new Map())
+    setAllMatching(null)
   }
   const sortBy = (column: Column) => {
     const by = column.sortColumn
@@ -130,10 +136,29 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
   }
   const countExactly = () => {
     const counting = countStatement(query)
-    sql(counting.sql, counting.params, props.app).then(
-      (rows) => setExactCount(Number(rows[0]?.["count"] ?? 0)),
-      (failure) => setNote({ kind: "error", text: `The rows could not be counted: ${describe(failure)}` })
+    return sql(counting.sql, counting.params, props.app).then(
+      (rows) => {
+        const count = Number(rows[0]?.["count"] ?? 0)
+        setExactCount(count)
+        return count
+      },
+      (failure) => {
+        setNote({ kind: "error", text: `The rows could not be counted: ${describe(failure)}` })
+        return null
+      }
     )
+  }
+  const selectAllMatching = async () => {
+    // Unfiltered, stats' count says how many (estimated above 100,000 rows); filtered, they are counted.
+    const count = exactCount ?? (filtered ? await countExactly() : model.count)
+    if (count === null) return
+    setAllMatching({ count, estimated: exactCount === null && !filtered && count > ESTIMATED_ABOVE })
+  }
+  const tick = (key: string, value: unknown, on: boolean) => {
+    const next = new Map(ticked)
+    if (on) next.set(key, value)
+    else next.delete(key)
+    setTicked(next)
   }
   const saved = (text: string) => {
     setEditing(null)
@@ -165,6 +190,12 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
       ? null
       : countWords(model.count)
   const actions = model.canUpdate || model.canDelete
+  const bulk = bulkEnabled(model)
+  const selection: BulkSelection | null = allMatching !== null
+    ? { kind: "matching", ...allMatching }
+    : ticked.size > 0 ? { kind: "keys", keys: [...ticked.values()] } : null
+  const pageKeys = (page?.rows ?? []).map((row) => [keyOf(row), row[model.key[0] ?? ""]] as const)
+  const wholePage = pageKeys.length > 0 && pageKeys.every(([key]) => ticked.has(key))
 
   return (
     <>
@@ -243,6 +274,55 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
           ? <button type="button" class="secondary" onClick={countExactly}>{filtered ? "Count matching rows" : "Count exactly"}</button>
           : null}
       </p>
+      {bulk && page !== null && (page.rows.length > 0 || selection !== null)
+        ? (
+          <div role="group" aria-label="Bulk actions" class="bulk toolbar">
+            <div class="inline">
+              <input
+                id="select-page"
+                type="checkbox"
+                checked={allMatching !== null || wholePage}
+                disabled={allMatching !== null || pageKeys.length === 0}
+                onChange={(event) => {
+                  const next = new Map(ticked)
+                  for (const [key, value] of pageKeys) event.currentTarget.checked ? next.set(key, value) : next.delete(key)
+                  setTicked(next)
+                }}
+              />
+              <label for="select-page">Select all rows on this page</label>
+            </div>
+            <p role="status" class="hint">{selection === null ? "No rows selected." : `${selectionWords(selection, filtered).replace(/^a/, "A")} selected.`}</p>
+            {allMatching === null
+              ? <button type="button" class="secondary" onClick={() => void selectAllMatching()}>{filtered ? "Select all rows matching the search and filters" : "Select all rows"}</button>
+              : null}
+            {selection !== null
+              ? <button type="button" class="secondary" onClick={() => { setTicked(new Map()); setAllMatching(null) }}>Clear the selection</button>
+              : null}
+            {selection !== null
+              ? (
+                <BulkActions
+                  model={model}
+                  schema={props.schema}
+                  app={props.app}
+                  selection={selection}
+                  filtered={filtered}
+                  query={query}
+                  onDone={(done, changed) => {
+                    setNote(done)
+                    setTicked(new Map())
+                    setAllMatching(null)
+                    setExactCount(null)
+                    if (changed) {
+                      setVersion((count) => count + 1)
+                      props.onChanged()
+                    }
+                  }}
+                />
+              )
+              : null}
+          </div>
+        )
+        : null}
       {page === null
         ? (error === null ? <p role="status">Loading rows…</p> : null)
         : (
@@ -282,6 +362,17 @@ const Rows = (props: { readonly model: TableModel; readonly schema: Introspectio
                           ? (
                             <td>
                               <div class="actions">
+                                {bulk
+                                  ? (
+                                    <input
+                                      type="checkbox"
+                                      aria-label={`Select ${name}`}
+                                      checked={allMatching !== null || ticked.has(key)}
+                                      disabled={allMatching !== null}
+                                      onChange={(event) => tick(key, row[model.key[0] ?? ""], event.currentTarget.checked)}
+                                    />
+                                  )
+                                  : null}
                                 {deleting === key
                                   ? (
                                     <>

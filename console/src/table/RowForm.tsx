@@ -34,7 +34,7 @@ const formValue = (field: Field, value: unknown): string => {
 }
 
 /** A value the form itself cannot send (JSON that does not parse). */
-class FieldError {
+export class FieldError {
   readonly field: Field
   readonly message: string
   constructor(field: Field, message: string) {
@@ -44,7 +44,7 @@ class FieldError {
 }
 
 /** The form's text as the value to bind. */
-const bound = (field: Field, text: string): unknown => {
+export const bound = (field: Field, text: string): unknown => {
   switch (field.displayType) {
     case "boolean":
       return text === "true"
@@ -62,7 +62,7 @@ const bound = (field: Field, text: string): unknown => {
 }
 
 /** The field a database error is about: the column its detail or message names. */
-const fieldOf = (error: unknown, fields: ReadonlyArray<Field>, table: string): Field | undefined => {
+export const fieldOf = (error: unknown, fields: ReadonlyArray<Field>, table: string): Field | undefined => {
   const body = typeof error === "object" && error !== null && "error" in error ? error.error : undefined
   if (typeof body !== "object" || body === null) return undefined
   const { detail, message } = body as { detail?: unknown; message?: unknown }
@@ -146,60 +146,21 @@ export const RowForm = (props: {
     }
   }
 
-  const input = (field: Field) => {
-    const id = `field-${field.name}`
-    const common = {
-      id,
-      required: field.required,
-      disabled: busy,
-      "aria-invalid": error?.field === field.name ? true : undefined,
-      "aria-describedby": error?.field === field.name ? "form-error" : undefined
-    }
-    const value = values[field.name] ?? ""
-    switch (field.displayType) {
-      case "choice":
-        return (
-          <select {...common} value={value} onChange={(event) => set(field.name, event.currentTarget.value)}>
-            {field.required && value !== "" ? null : <option value="">(none)</option>}
-            {field.options.map((option) => <option key={option.value} value={option.value}>{option.label}</option>)}
-          </select>
-        )
-      case "boolean":
-        return (
-          <select {...common} value={value} onChange={(event) => set(field.name, event.currentTarget.value)}>
-            {field.required && value !== "" ? null : <option value="">(none)</option>}
-            <option value="true">Yes</option>
-            <option value="false">No</option>
-          </select>
-        )
-      case "json":
-        return <textarea {...common} rows={4} value={value} onInput={(event) => set(field.name, event.currentTarget.value)} />
-      case "reference":
-        return (
-          <ReferencePicker
-            {...common}
-            column={field}
-            model={model}
-            schema={props.schema}
-            app={props.app}
-            value={value}
-            currentLabel={row === null ? null : String(row[`${field.name}_display`] ?? "")}
-            onChange={(next) => set(field.name, next)}
-          />
-        )
-      default:
-        return (
-          <input
-            {...common}
-            // Preact types each input type apart; the one chosen here takes what the others do.
-            type={(INPUT_TYPES[field.displayType] ?? "text") as "text"}
-            step={field.displayType === "currency" ? "0.01" : field.displayType === "number" ? (/^(integer|bigint|smallint)$/.test(field.type) ? "1" : "any") : undefined}
-            value={value}
-            onInput={(event) => set(field.name, event.currentTarget.value)}
-          />
-        )
-    }
-  }
+  const input = (field: Field) => (
+    <FieldInput
+      field={field}
+      id={`field-${field.name}`}
+      value={values[field.name] ?? ""}
+      onChange={(next) => set(field.name, next)}
+      disabled={busy}
+      invalid={error?.field === field.name}
+      errorId="form-error"
+      model={model}
+      schema={props.schema}
+      app={props.app}
+      currentLabel={row === null ? null : String(row[`${field.name}_display`] ?? "")}
+    />
+  )
 
   return (
     <form onSubmit={submit} aria-labelledby="row-form-heading" class="stacked row-form">
@@ -221,4 +182,74 @@ export const RowForm = (props: {
       </div>
     </form>
   )
+}
+
+/** A field's input by its display type: a select for a choice or a boolean, a picker for a reference, a textarea for JSON. */
+export const FieldInput = (props: {
+  readonly field: Field
+  readonly id: string
+  readonly value: string
+  readonly onChange: (value: string) => void
+  readonly disabled: boolean
+  readonly invalid: boolean
+  /** The element that says what is wrong, when `invalid`. */
+  readonly errorId: string
+  readonly model: TableModel
+  readonly schema: Introspection
+  readonly app: string
+  /** A reference's shown value for the current one. */
+  readonly currentLabel: string | null
+}) => {
+  const { field, value } = props
+  const common = {
+    id: props.id,
+    required: field.required,
+    disabled: props.disabled,
+    "aria-invalid": props.invalid ? true : undefined,
+    "aria-describedby": props.invalid ? props.errorId : undefined
+  }
+  const set = props.onChange
+  switch (field.displayType) {
+    case "choice":
+      return (
+        <select {...common} value={value} onChange={(event) => set(event.currentTarget.value)}>
+          {field.required && value !== "" ? null : <option value="">(none)</option>}
+          {field.options.map((option) => <option key={option.value} value={option.value}>{option.label}</option>)}
+        </select>
+      )
+    case "boolean":
+      return (
+        <select {...common} value={value} onChange={(event) => set(event.currentTarget.value)}>
+          {field.required && value !== "" ? null : <option value="">(none)</option>}
+          <option value="true">Yes</option>
+          <option value="false">No</option>
+        </select>
+      )
+    case "json":
+      return <textarea {...common} rows={4} value={value} onInput={(event) => set(event.currentTarget.value)} />
+    case "reference":
+      return (
+        <ReferencePicker
+          {...common}
+          column={field}
+          model={props.model}
+          schema={props.schema}
+          app={props.app}
+          value={value}
+          currentLabel={props.currentLabel}
+          onChange={set}
+        />
+      )
+    default:
+      return (
+        <input
+          {...common}
+          // Preact types each input type apart; the one chosen here takes what the others do.
+          type={(INPUT_TYPES[field.displayType] ?? "text") as "text"}
+          step={field.displayType === "currency" ? "0.01" : field.displayType === "number" ? (/^(integer|bigint|smallint)$/.test(field.type) ? "1" : "any") : undefined}
+          value={value}
+          onInput={(event) => set(event.currentTarget.value)}
+        />
+      )
+  }
 }

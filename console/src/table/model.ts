@@ -47,6 +47,8 @@ export interface TableModel {
   /** Read (shown, plus what paging, forms and names need). */
   readonly selected: ReadonlyArray<string>
   readonly key: ReadonlyArray<string>
+  /** Whether the key is one uuid column (a managed table's id): bulk actions bind the chosen keys as a uuid array. */
+  readonly keyIsUuid: boolean
   /** Columns of the table that are never null: sorted by one, a page is read straight from an index. */
   readonly notNull: ReadonlyArray<string>
   readonly defaultSort: { readonly column: string; readonly descending: boolean } | null
@@ -198,6 +200,7 @@ export const tableModel = (schema: Schema, entry: NavEntry): TableModel | null =
     columns,
     selected: readable.map((column) => column.name),
     key,
+    keyIsUuid: key.length === 1 && readable.find((column) => column.name === key[0])?.type === "uuid",
     notNull: (write?.cols ?? []).filter((column) => !column.nullable).map((column) => column.name),
     defaultSort: managed && readableNames.has("created_at") ? { column: "created_at", descending: true } : null,
     searchColumns: readable.filter((column) => isText(column.type) && !references.has(column.name)).map((column) => column.name),

@@ -144,3 +144,47 @@ export const pickerStatement = (schema: string, relation: string, displayColumns
     params: search === "" ? [limit] : [containsPattern(search), limit]
   }
 }
+
+/** The rows a bulk action touches: these keys, or every row the screen's search and filters match. */
+export type BulkRows =
+  | { readonly kind: "keys"; readonly keys: ReadonlyArray<unknown> }
+  | { readonly kind: "matching"; readonly query: PageQuery }
+
+/** Where a bulk action writes: the table, its one key column, and whether that key is a uuid (a managed table's id). */
+export interface BulkTarget {
+  readonly schema: string
+  readonly table: string
+  readonly key: string
+  readonly keyIsUuid: boolean
+}
+
+/** A PostgreSQL array literal of these values as text (each element quoted, its `"` and `\` escaped). */
+export const arrayLiteral = (values: ReadonlyArray<unknown>): string =>
+  `{${values.map((value) => `"${String(value).replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`
+
+/**
+ * The condition choosing the rows: the keys as one bound array, or the screen's own search and
+ * filters, run on the relation it reads (its read view: the filters may name a reference's shown value).
+ */
+const bulkCondition = (target: BulkTarget, rows: BulkRows, param: (value: unknown) => string): string => {
+  const key = quote(target.key)
+  if (rows.kind === "keys") {
+    return target.keyIsUuid ? `${key} = ANY(${param(arrayLiteral(rows.keys))}::uuid[])` : `${key}::text = ANY(${param(arrayLiteral(rows.keys))}::text[])`
+  }
+  const where = matching(rows.query, param)
+  if (rows.query.relation === target.table) return where.length === 0 ? "true" : where.join(" AND ")
+  return `${key} IN (SELECT ${key} FROM ${qualified(rows.query.schema, rows.query.relation)}${whereClause(where)})`
+}
+
+/** One field set to one bound value in every chosen row: one statement, so one transaction. */
+export const bulkUpdateStatement = (target: BulkTarget, column: string, value: unknown, rows: BulkRows): Statement => {
+  const { params, param } = parameters()
+  const set = `${quote(column)} = ${param(value)}`
+  return { sql: `UPDATE ${qualified(target.schema, target.table)} SET ${set} WHERE ${bulkCondition(target, rows, param)}`, params }
+}
+
+/** Every chosen row deleted: one statement, so one transaction. */
+export const bulkDeleteStatement = (target: BulkTarget, rows: BulkRows): Statement => {
+  const { params, param } = parameters()
+  return { sql: `DELETE FROM ${qualified(target.schema, target.table)} WHERE ${bulkCondition(target, rows, param)}`, params }
+}
