@@ -137,6 +137,8 @@ describe("PageFormat problems", () => {
     expect(problemOf(withQuery(fence("value query=orders query=orders")))).toMatch(/option query is given twice/)
     expect(problemOf(withQuery(fence("value query=orders orders")))).toMatch(/"orders" is not an option: write key=value/)
     expect(problemOf(withQuery(fence("value query=orders label=\"Total")))).toMatch(/the quoted value of label has no closing "/)
+    expect(problemOf(withQuery(fence("table query=orders", "SELECT * FROM orders"))))
+      .toBe("table block 2 (line 5, query=orders): a table block has no body: put the SELECT in a sql block, name it in query=, and close this fence on the next line.")
   })
 
   it("a component must name a query on the page, and becomes an invalid block in its place", () => {
