@@ -188,6 +188,12 @@ describe("PageFormat problems", () => {
     expect(parsePage("````sql q\nselect 1\n`````\n").problems).toEqual([])
   })
 
+  it("a page has at most 100 blocks of the format", () => {
+    const blocks = (count: number) => withQuery(...Array.from({ length: count - 1 }, () => fence("table query=orders")))
+    expect(parsePage(blocks(100)).problems).toEqual([])
+    expect(problemOf(blocks(101))).toMatch(/^table block 101 \(line \d+, query=orders\): a page has at most 100 sql, table, chart and value blocks/)
+  })
+
   it("lists several problems in line order in one message", () => {
     const { problems } = parsePage(withQuery(fence("table query=nope"), "[x](javascript:x)"))
     expect(problems.map((problem) => problem.line)).toEqual([5, 8])
