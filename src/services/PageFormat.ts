@@ -20,6 +20,7 @@
  * [columns=a,b] [page_size=25] [title=…] ````; ```` ```chart query=q type=bar|line|area|pie x=c
  * y=c1,c2 [series=c] [title=…] ````; ```` ```value query=q [column=c] [label=…]
  * [format=number|currency|percent] [currency=EUR] ````. Values may be quoted ("…", with \" and \\).
+ * `format=percent` shows a fraction (0.25 → 25 %); bigint and numeric values arrive as strings.
  */
 import type { Code, Definition, Nodes, Root, RootContent } from "mdast"
 import { fromMarkdown } from "mdast-util-from-markdown"
@@ -283,8 +284,9 @@ const fencedBlock = (context: Context, node: Code, kind: BlockKind): PageBlock =
     if (name === undefined) messages.push("the sql block needs a name: ```sql orders_by_status")
     else if (!NAME_PATTERN.test(name)) messages.push(`query name ${quote(name)} must be a lowercase letter or _ then lowercase letters, digits or _`)
     if (node.value.trim() === "") messages.push("the sql block has no query: write one SELECT")
-  } else if (query !== undefined && !NAME_PATTERN.test(query)) {
-    messages.push(`query=${quote(query)} is not a query name`)
+  } else {
+    if (query !== undefined && !NAME_PATTERN.test(query)) messages.push(`query=${quote(query)} is not a query name`)
+    if (node.value.trim() !== "" && !isUnclosed(context.source, node)) messages.push(`a ${kind} block has no body: put the SELECT in a sql block, name it in query=, and close this fence on the next line`)
   }
   const columns = (key: string, many: boolean): ReadonlyArray<string> | undefined => {
     const value = given.get(key)

@@ -137,6 +137,8 @@ describe("PageFormat problems", () => {
     expect(problemOf(withQuery(fence("value query=orders query=orders")))).toMatch(/option query is given twice/)
     expect(problemOf(withQuery(fence("value query=orders orders")))).toMatch(/"orders" is not an option: write key=value/)
     expect(problemOf(withQuery(fence("value query=orders label=\"Total")))).toMatch(/the quoted value of label has no closing "/)
+    expect(problemOf(withQuery(fence("table query=orders", "SELECT * FROM orders"))))
+      .toBe("table block 2 (line 5, query=orders): a table block has no body: put the SELECT in a sql block, name it in query=, and close this fence on the next line.")
   })
 
   it("a component must name a query on the page, and becomes an invalid block in its place", () => {
@@ -184,6 +186,12 @@ describe("PageFormat problems", () => {
     expect(problemOf("text\n\n```js\nx")).toBe("code block (line 3): its fence is not closed, so it runs to the end of the page.")
     expect(problemOf("````sql q\nselect 1\n```\n")).toMatch(/fence is not closed/)
     expect(parsePage("````sql q\nselect 1\n`````\n").problems).toEqual([])
+  })
+
+  it("a page has at most 100 blocks of the format", () => {
+    const blocks = (count: number) => withQuery(...Array.from({ length: count - 1 }, () => fence("table query=orders")))
+    expect(parsePage(blocks(100)).problems).toEqual([])
+    expect(problemOf(blocks(101))).toMatch(/^table block 101 \(line \d+, query=orders\): a page has at most 100 sql, table, chart and value blocks/)
   })
 
   it("lists several problems in line order in one message", () => {
