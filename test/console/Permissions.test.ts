@@ -7,7 +7,7 @@ import AxeBuilder from "@axe-core/playwright"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { consoleTabs } from "../support/consoleTabs.ts"
-import { type AuthStack, post, type SignIn, signedIn, startAuthStack } from "../support/auth.ts"
+import { type AuthStack, post, type SignIn, signedIn, sqlRows, startAuthStack } from "../support/auth.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
 
@@ -16,14 +16,7 @@ let browser: Browser
 let owner: SignIn
 let member: SignIn
 
-const run = async (who: SignIn, statement: string, params: ReadonlyArray<unknown> = []) => {
-  const answer = await post<{ rows: Array<Record<string, unknown>> }>(stack.main.url, "/sql", { sql: statement, params }, {
-    token: who.token,
-    headers: { "x-app-schema": "shop" }
-  })
-  expect(answer.status, JSON.stringify(answer.body)).toBe(200)
-  return answer.body.rows
-}
+const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(stack.main.url, who, "shop", statement, params)
 
 beforeAll(async () => {
   await ensureConsoleBuilt()

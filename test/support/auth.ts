@@ -70,6 +70,22 @@ export const post = async <T = Record<string, unknown>>(
   return { status: response.status, headers: response.headers, body: (text === "" ? undefined : JSON.parse(text)) as T }
 }
 
+/** The rows of `statement` run through POST /sql as `who` in the app `schema`; any answer but 200 throws. */
+export const sqlRows = async (
+  base: string,
+  who: SignIn,
+  schema: string,
+  statement: string,
+  params: ReadonlyArray<unknown> = []
+): Promise<Array<Record<string, unknown>>> => {
+  const answer = await post<{ rows: Array<Record<string, unknown>> }>(base, "/sql", { sql: statement, params }, {
+    token: who.token,
+    headers: { "x-app-schema": schema }
+  })
+  if (answer.status !== 200) throw new Error(`POST /sql answered ${answer.status}: ${JSON.stringify(answer.body)}`)
+  return answer.body.rows
+}
+
 export interface SignIn {
   readonly token: string
   readonly user: { readonly id: string; readonly email: string; readonly display_name: string; readonly role: string; readonly needs_password: boolean }
