@@ -9,12 +9,16 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { migrateDatabase } from "../../src/layers/Database.ts"
+import { ensureDatabase, migrateDatabase } from "../../src/layers/Database.ts"
 import { setClusterState } from "../../src/layers/Clusters.ts"
 import { createTenant } from "../../src/layers/TenantAdmin.ts"
 import { runPlinth } from "../support/cli.ts"
 import { runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
+import { post } from "../support/auth.ts"
+import { eventually } from "../support/eventually.ts"
+import { type RunningService, startService } from "../support/services.ts"
+import * as http from "node:http"
 
 let control: TestDatabase
 let second: TestCluster
@@ -186,4 +190,107 @@ describe("a control database migrated before clusters", () => {
       await old.drop()
     }
   })
+})
+
+describe("routing that follows the registry", () => {
+  const tenant = name("r1")
+  let replicas: Array<RunningService> = []
+  let token: string
+  const port = async (replica: RunningService) => {
+    const response = await post<{ rows: Array<{ port: number }> }>(replica.url, "/sql", { sql: "SELECT inet_server_port() AS port" }, { token, headers: { "x-tenant": tenant } })
+    return response.status === 200 ? response.body.rows[0]!.port : response.status
+  }
+  const controlPort = () => Number(new URL(control.adminUrl).port)
+  const secondPort = () => Number(new URL(second.adminUrl()).port)
+  /** The main services' connections to the tenant's database on the control cluster. */
+  const onControl = async () =>
+    (await query(control.adminUrl, (sql) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${tenant} AND usename = 'authenticator'`))[0]!.n
+  const openStream = (replica: RunningService) => {
+    let text = ""
+    let ended = false
+    const request = http.get(new URL(`/events?token=${token}`, replica.url), { headers: { "x-tenant": tenant }, agent: false }, (response) => {
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => (text += chunk))
+      response.on("end", () => (ended = true))
+    })
+    request.on("error", () => undefined)
+    return { text: () => text, ended: () => ended, close: () => request.destroy() }
+  }
+
+  beforeAll(async () => {
+    expect((await create(tenant, { cluster: "default" }))._tag).toBe("Success")
+    // The same tenant made by hand on the second cluster, with the same user, for the registry to point at.
+    const onSecond = second.adminUrl(tenant)
+    await Effect.runPromise(ensureDatabase(second.adminUrl(), tenant))
+    await Effect.runPromise(migrateDatabase(onSecond))
+    const sourceUrl = control.adminUrl.replace(`/${control.name}`, `/${tenant}`)
+    const [invited] = await query(sourceUrl, (sql) => sql<{ token: string }>`SELECT sys.invite_user(${`owner@${suffix}.example`}, 'owner') AS token`)
+    const [user] = await query(sourceUrl, (sql) => sql<{ row: unknown }>`SELECT row_to_json(u) AS row FROM sys.users u`)
+    await query(onSecond, (sql) => sql`INSERT INTO sys.users SELECT * FROM json_populate_record(NULL::sys.users, ${JSON.stringify(user!.row)}::json)`)
+    for (let n = 0; n < 3; n++) replicas.push(await startService("main", control.mainUrl, { MULTI_TENANT: "true", LOG_REQUESTS: "false" }))
+    const verified = await post<{ token: string }>(replicas[0]!.url, "/auth/magic-link/verify", { token: invited!.token }, { headers: { "x-tenant": tenant } })
+    token = verified.body.token
+  }, 120_000)
+  afterAll(async () => {
+    for (const replica of replicas) await replica.close()
+  })
+
+  it("an epoch change announced by the registry reaches every replica at once: pools and LISTEN connection rebuilt on the new cluster, streams told to resync", async () => {
+    for (const replica of replicas) expect(await port(replica)).toBe(controlPort())
+    const streams = replicas.map(openStream)
+    try {
+      await eventually(async () => streams.every((stream) => stream.text().includes("connected")))
+      expect(await onControl()).toBeGreaterThan(0)
+      const flippedAt = Date.now()
+      await query(control.adminUrl, (sql) => sql`UPDATE plinth.tenants SET cluster = 'second', epoch = epoch + 1 WHERE name = ${tenant}`)
+      const routedAfter: Array<number> = []
+      for (const replica of replicas) {
+        expect(await eventually(async () => (await port(replica)) === secondPort(), 1_000, 10)).toBe(true)
+        routedAfter.push(Date.now() - flippedAt)
+      }
+      console.log(`registry flip (NOTIFY): replicas routed to the new cluster after ${routedAfter.join(", ")} ms`)
+      for (const stream of streams) {
+        expect(await eventually(async () => stream.ended())).toBe(true)
+        expect(stream.text()).toContain("event: resync")
+      }
+      // The old pools and LISTEN connections are let go, without another request of the tenant.
+      expect(await eventually(async () => (await onControl()) === 0)).toBe(true)
+      const listening = async () =>
+        (await query(second.adminUrl(), (sql) =>
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${tenant} AND application_name = 'plinth listen'`))[0]!.n
+      expect(await eventually(async () => (await listening()) === 3)).toBe(true)
+    } finally {
+      for (const stream of streams) stream.close()
+    }
+  }, 60_000)
+
+  it("a change the registry did not announce is found once the cache lifetime has passed", async () => {
+    await query(control.adminUrl, (sql) =>
+      Effect.gen(function*() {
+        yield* sql`ALTER TABLE plinth.tenants DISABLE TRIGGER tenant_changed`
+        yield* sql`UPDATE plinth.tenants SET cluster = 'default', epoch = epoch + 1 WHERE name = ${tenant}`
+        yield* sql`ALTER TABLE plinth.tenants ENABLE TRIGGER tenant_changed`
+      }))
+    for (const replica of replicas) expect(await eventually(async () => (await port(replica)) === controlPort(), 10_000, 100)).toBe(true)
+  }, 60_000)
+
+  it("a tenant marked moving is answered 503 with Retry-After by every replica", async () => {
+    await query(control.adminUrl, (sql) => sql`UPDATE plinth.tenants SET state = 'moving' WHERE name = ${tenant}`)
+    try {
+      for (const replica of replicas) {
+        expect(await eventually(async () => (await port(replica)) === 503, 1_000, 10)).toBe(true)
+        const response = await fetch(`${replica.url}/sql`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "x-tenant": tenant },
+          body: JSON.stringify({ sql: "SELECT 1" })
+        })
+        expect(response.status).toBe(503)
+        expect(response.headers.get("retry-after")).toBe("1")
+      }
+    } finally {
+      await query(control.adminUrl, (sql) => sql`UPDATE plinth.tenants SET state = 'active' WHERE name = ${tenant}`)
+    }
+    for (const replica of replicas) expect(await eventually(async () => (await port(replica)) === controlPort(), 1_000, 10)).toBe(true)
+  }, 60_000)
 })
