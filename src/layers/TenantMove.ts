@@ -90,7 +90,12 @@ const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
 
 /** Moves tenant `name` to cluster `to`; see the module's comment. */
 export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, to: string, options: MoveOptions = {}) {
-  const step = (which: MoveStep) => options.beforeStep?.(which) ?? Effect.void
+  let current: MoveStep | "checks" = "checks"
+  const step = (which: MoveStep) =>
+    Effect.suspend(() => {
+      current = which
+      return options.beforeStep?.(which) ?? Effect.void
+    })
   const tenant = yield* readTenant(name)
   if (Option.isNone(tenant)) return yield* new MoveRefused({ message: `no tenant ${JSON.stringify(name)} (plinth tenant list)` })
   if (tenant.value.state !== "active") return yield* new MoveRefused({ message: `tenant ${name} is being moved already` })
@@ -158,11 +163,12 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
   // The slot is free once the disabled subscription's sender has gone, which takes a moment.
   const dropSlot = on(sourceServer, (sql) =>
     until(
-      Effect.map(
-        sql<{ left: number }>`SELECT count(*)::int AS left FROM pg_replication_slots WHERE slot_name = ${subscription}
-          AND (active OR pg_drop_replication_slot(slot_name) IS NULL)`,
-        (rows) => rows[0]!.left === 0
-      ).pipe(Effect.orElseSucceed(() => false)),
+      Effect.gen(function*() {
+        const [slot] = yield* sql<{ active: boolean }>`SELECT active FROM pg_replication_slots WHERE slot_name = ${subscription}`
+        if (slot === undefined) return true
+        if (!slot.active) yield* sql`SELECT pg_drop_replication_slot(${subscription})`
+        return false
+      }).pipe(Effect.orElseSucceed(() => false)),
       Duration.seconds(10)
     ))
 
@@ -183,7 +189,12 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
     if (missing.length > 0) {
       return yield* new MoveRefused({ message: `tables Plinth did not make cannot be moved: ${missing.map(qualified).join(", ")}` })
     }
-    yield* on(targetUrl, (sql) => sql.unsafe(`TRUNCATE ${targetTables.map(qualified).join(", ")} CASCADE`).unprepared)
+    // As a replica applies changes: the append-only audit trail's triggers keep out callers, not this.
+    yield* on(targetUrl, (sql) =>
+      sql.withTransaction(Effect.andThen(
+        sql`SELECT set_config('session_replication_role', 'replica', true)`,
+        sql.unsafe(`TRUNCATE ${targetTables.map(qualified).join(", ")} CASCADE`).unprepared
+      )))
 
     yield* step("subscribe")
     made.publication = true
@@ -226,12 +237,15 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
       made.moving = true
       yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE plinth.tenants SET state = 'moving' WHERE name = ${name}`))
       made.fenced = true
-      yield* held.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS false`).unprepared
+      // From another database of the cluster: a session may not close its own database.
+      yield* on(sourceServer, (sql) => sql.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS false`).unprepared)
       // Ended sessions roll back what they had not committed: nothing commits there after this.
+      // OFFSET 0 keeps the subquery whole: its own session is left out before any is ended.
       const ended = yield* until(
-        Effect.map(held<{ left: number }>`SELECT count(*)::int AS left FROM pg_stat_activity
-          WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
-            AND pg_terminate_backend(pid) IS NOT NULL`, (rows) => rows[0]!.left === 0),
+        Effect.map(held<{ left: number }>`SELECT count(*)::int AS left FROM (
+            SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid() OFFSET 0
+          ) others WHERE pg_terminate_backend(pid) IS NOT NULL`, (rows) => rows[0]!.left === 0),
         Duration.seconds(10)
       )
       if (!ended) return yield* new MoveRefused({ message: `the sessions of ${name} did not end` })
@@ -275,7 +289,7 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
     }))
   })
   return yield* run.pipe(
-    Effect.mapError((error) => error._tag === "MoveRefused" ? error : refused(`moving ${name}`)(error)),
+    Effect.mapError((error) => error._tag === "MoveRefused" ? error : refused(`moving ${name} (${current})`)(error)),
     Effect.onExit((exit) => Exit.isFailure(exit) && !flipped ? undo : Effect.void)
   )
 })
