@@ -24,6 +24,9 @@ ALTER TABLE plinth.tenants
   ADD COLUMN cluster text NOT NULL DEFAULT 'default' REFERENCES plinth.clusters (name),
   ADD COLUMN state text NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'moving')),
   ADD COLUMN epoch integer NOT NULL DEFAULT 1,
+  -- The cluster a move is copying the tenant to (set from its start to its flip or undoing), so
+  -- that `plinth tenant cleanup` can undo a move whose process was killed.
+  ADD COLUMN moving_to text REFERENCES plinth.clusters (name),
   -- The cluster a move left the tenant's old (read-only) database on, until `plinth tenant cleanup`.
   ADD COLUMN previous_cluster text REFERENCES plinth.clusters (name);
 

@@ -423,8 +423,9 @@ const tenant = Command.make("tenant").pipe(
     Command.make("list", {}, () =>
       Effect.gen(function*() {
         for (const row of yield* listTenants()) {
+          const moving = row.moving_to === null ? "" : ` (moving to ${row.moving_to})`
           const previous = row.previous_cluster === null ? "" : ` (old copy on ${row.previous_cluster})`
-          yield* Console.log(`${row.name}\t${row.created_at}\t${row.cluster}\t${row.state}${previous}`)
+          yield* Console.log(`${row.name}\t${row.created_at}\t${row.cluster}\t${row.state}${moving}${previous}`)
         }
       }).pipe(Effect.provide(Base))).pipe(Command.withDescription("List the registered tenants: name, created, cluster, state")),
     Command.make("move", {
@@ -440,9 +441,11 @@ const tenant = Command.make("tenant").pipe(
     ),
     Command.make("cleanup", { name: tenantName }, ({ name }) =>
       Effect.gen(function*() {
-        const dropped = yield* cleanupTenant(name)
-        yield* Console.log(Option.isSome(dropped) ? `Dropped the old database of ${name} on ${dropped.value}.` : `${name} has no old database to drop.`)
-      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Drop the old database a move left on the tenant's previous cluster")),
+        const done = yield* cleanupTenant(name)
+        if (Option.isSome(done.undone)) yield* Console.log(`Undid the interrupted move of ${name} to ${done.undone.value}: it stays on its cluster.`)
+        if (Option.isSome(done.dropped)) yield* Console.log(`Dropped the old database of ${name} on ${done.dropped.value}.`)
+        if (Option.isNone(done.undone) && Option.isNone(done.dropped)) yield* Console.log(`${name} has nothing to clean up.`)
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Drop the old database a move left on the tenant's previous cluster; undo a move whose process was killed")),
     Command.make("migrate", {}, () =>
       Effect.gen(function*() {
         for (const result of yield* migrateTenants()) {

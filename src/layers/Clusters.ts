@@ -32,7 +32,7 @@ const clusterRows = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   return yield* sql<ClusterRow & { readonly databases: number }>`
     SELECT c.name, c.admin_url_template, c.url_template, c.chat_url_template, c.state, c.max_databases,
-      (SELECT count(*)::int FROM plinth.tenants t WHERE t.cluster = c.name OR t.previous_cluster = c.name) AS databases
+      (SELECT count(*)::int FROM plinth.tenants t WHERE c.name IN (t.cluster, t.moving_to, t.previous_cluster)) AS databases
     FROM plinth.clusters c ORDER BY c.name`
 })
 

@@ -22,13 +22,14 @@ export interface TenantRow {
   readonly cluster: string
   readonly state: "active" | "moving"
   readonly epoch: number
+  readonly moving_to: string | null
   readonly previous_cluster: string | null
 }
 
 /** The registry's row of `name`, if it lists it. */
 export const readTenant = (name: string) =>
   onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<TenantRow>`SELECT name, created_at::text, cluster, state, epoch, previous_cluster FROM plinth.tenants WHERE name = ${name}`)).pipe(
+    sql<TenantRow>`SELECT name, created_at::text, cluster, state, epoch, moving_to, previous_cluster FROM plinth.tenants WHERE name = ${name}`)).pipe(
     Effect.map((rows) => Option.fromNullishOr(rows[0]))
   )
 
@@ -42,7 +43,7 @@ export const tenantAdminUrl = Effect.fn("TenantAdmin.url")(function*(name: strin
 
 const registered = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql<TenantRow>`SELECT name, created_at::text, cluster, state, epoch, previous_cluster FROM plinth.tenants ORDER BY name`
+  return yield* sql<TenantRow>`SELECT name, created_at::text, cluster, state, epoch, moving_to, previous_cluster FROM plinth.tenants ORDER BY name`
 })
 
 export const listTenants = Effect.fn("TenantAdmin.list")(function*() {

@@ -26,7 +26,7 @@ import { describeFailure } from "../services/DatabaseError.ts"
 import { quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { tenantUrl } from "../services/TenantName.ts"
 import { adminTemplateOf, chooseCluster, type ClusterRow, onControl, readCluster, serverUrlOf } from "./Clusters.ts"
-import { ensureDatabase, migrateDatabase, withDatabase } from "./Database.ts"
+import { ensureDatabase, migrateDatabase, requireUrl, withDatabase } from "./Database.ts"
 import { readTenant } from "./TenantAdmin.ts"
 
 export class MoveRefused extends Schema.TaggedError<MoveRefused>()("MoveRefused", { message: Schema.String }) {}
@@ -52,6 +52,8 @@ export interface MoveResult {
 }
 
 const PUBLICATION = "plinth_move"
+/** Names the advisory locks of moves (with the tenant's name's hash); any constant of Plinth's own. */
+const MOVE_LOCK = 7_270_027
 /** The subscription's (and its slot's) name: slots are cluster-wide, so it names the tenant. */
 const subscriptionOf = (tenant: string) => `plinth_move_${tenant}`.slice(0, 63)
 /** The fence waits this long for the mark to reach the target before giving up (and undoing). */
@@ -88,6 +90,85 @@ const qualified = (table: { readonly schema: string; readonly name: string }) =>
 /** A connection string as an SQL literal (CREATE SUBSCRIPTION takes no parameters). */
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
 
+/** Where a move goes from and to. */
+interface Sides {
+  readonly source: ClusterRow
+  readonly target: ClusterRow
+  readonly sourceUrl: string
+  readonly sourceServer: string
+  readonly targetUrl: string
+  readonly targetServer: string
+  readonly subscription: string
+}
+
+const sidesOf = Effect.fn("TenantMove.sides")(function*(name: string, source: ClusterRow, target: ClusterRow) {
+  return {
+    source,
+    target,
+    sourceUrl: tenantUrl(yield* adminTemplateOf(source), name),
+    sourceServer: yield* serverUrlOf(source),
+    targetUrl: tenantUrl(yield* adminTemplateOf(target), name),
+    targetServer: yield* serverUrlOf(target),
+    subscription: subscriptionOf(name)
+  } satisfies Sides
+})
+
+const databaseExists = (serverUrl: string, name: string) =>
+  Effect.map(on(serverUrl, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${name}`), (rows) => rows[0]!.n > 0)
+
+/** The subscription goes, detached from its slot first: dropping it then needs no connection to the (fenced) source. */
+const dropSubscription = (name: string, sides: Sides) =>
+  Effect.gen(function*() {
+    if (!(yield* databaseExists(sides.targetServer, name))) return
+    yield* on(sides.targetUrl, (sql) =>
+      Effect.gen(function*() {
+        const [found] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_subscription WHERE subname = ${sides.subscription}`
+        if (found!.n === 0) return
+        yield* sql.unsafe(`ALTER SUBSCRIPTION ${quoteIdentifier(sides.subscription)} DISABLE`).unprepared
+        yield* sql.unsafe(`ALTER SUBSCRIPTION ${quoteIdentifier(sides.subscription)} SET (slot_name = NONE)`).unprepared
+        yield* sql.unsafe(`DROP SUBSCRIPTION ${quoteIdentifier(sides.subscription)}`).unprepared
+      }))
+  })
+
+/** The slot is free once the disabled subscription's sender has gone, which takes a moment. */
+const dropSlot = (sides: Sides) =>
+  on(sides.sourceServer, (sql) =>
+    until(
+      Effect.gen(function*() {
+        const [slot] = yield* sql<{ active: boolean }>`SELECT active FROM pg_replication_slots WHERE slot_name = ${sides.subscription}`
+        if (slot === undefined) return true
+        if (!slot.active) yield* sql`SELECT pg_drop_replication_slot(${sides.subscription})`
+        return false
+      }).pipe(Effect.orElseSucceed(() => false)),
+      Duration.seconds(10)
+    ))
+
+/**
+ * Undoes a move that has not flipped, whatever it had reached (each part is safe to run again, and
+ * runs on its own, so one failing leaves the rest done): the tenant stays on its source, open.
+ */
+const undoMove = (name: string, sides: Sides) =>
+  Effect.gen(function*() {
+    const attempt = <R>(what: string, effect: Effect.Effect<unknown, unknown, R>) =>
+      effect.pipe(Effect.catchCause((cause) => Effect.logWarning(`undoing the move of ${name}: ${what} failed`, cause)))
+    yield* attempt("dropping the subscription", dropSubscription(name, sides))
+    yield* attempt("opening the source again", on(sides.sourceServer, (sql) => sql.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS true`).unprepared))
+    yield* attempt("marking the tenant active", onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`UPDATE plinth.tenants SET state = 'active', moving_to = NULL WHERE name = ${name} AND cluster = ${sides.source.name}`)))
+    yield* attempt("dropping the replication slot", dropSlot(sides))
+    yield* attempt("dropping the publication", on(sides.sourceUrl, (sql) => sql.unsafe(`DROP PUBLICATION IF EXISTS ${PUBLICATION}`).unprepared))
+    yield* attempt("dropping the target's database", on(sides.targetServer, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`).unprepared))
+    yield* Effect.logWarning(`the move of ${name} was undone: it stays on cluster ${sides.source.name}`)
+  })
+
+/** Held by a move (and by cleanup) for the tenant, on a control connection of its own: one at a time. */
+const holdMoveLock = (name: string) =>
+  Effect.gen(function*() {
+    const control = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(yield* requireUrl("admin")), maxConnections: 1 })), SqlClient.SqlClient)
+    const [lock] = yield* control<{ held: boolean }>`SELECT pg_try_advisory_lock(${MOVE_LOCK}, hashtext(${name})) AS held`
+    if (!lock!.held) return yield* new MoveRefused({ message: `a move of ${name} is running` })
+  })
+
 /** Moves tenant `name` to cluster `to`; see the module's comment. */
 export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, to: string, options: MoveOptions = {}) {
   let current: MoveStep | "checks" = "checks"
@@ -96,9 +177,12 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
       current = which
       return options.beforeStep?.(which) ?? Effect.void
     })
+  yield* holdMoveLock(name)
   const tenant = yield* readTenant(name)
   if (Option.isNone(tenant)) return yield* new MoveRefused({ message: `no tenant ${JSON.stringify(name)} (plinth tenant list)` })
-  if (tenant.value.state !== "active") return yield* new MoveRefused({ message: `tenant ${name} is being moved already` })
+  if (tenant.value.state !== "active" || tenant.value.moving_to !== null) {
+    return yield* new MoveRefused({ message: `tenant ${name} has a move that did not finish: plinth tenant cleanup ${name} undoes it` })
+  }
   if (tenant.value.previous_cluster !== null) {
     return yield* new MoveRefused({
       message: `tenant ${name} still has its old database on cluster ${tenant.value.previous_cluster}: plinth tenant cleanup ${name} first`
@@ -109,11 +193,8 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
   const target: ClusterRow = yield* chooseCluster(name, Option.some(to)).pipe(
     Effect.mapError((error) => new MoveRefused({ message: error.message }))
   )
-  const sourceUrl = tenantUrl(yield* adminTemplateOf(source), name)
-  const sourceServer = yield* serverUrlOf(source)
-  const targetUrl = tenantUrl(yield* adminTemplateOf(target), name)
-  const targetServer = yield* serverUrlOf(target)
-  const subscription = subscriptionOf(name)
+  const sides = yield* sidesOf(name, source, target)
+  const { sourceServer, sourceUrl, subscription, targetServer, targetUrl } = sides
 
   // What logical replication cannot carry, and what it needs, refused before anything is made.
   const [level] = yield* on(sourceServer, (sql) => sql<{ wal_level: string }>`SELECT current_setting('wal_level') AS wal_level`)
@@ -126,55 +207,15 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
   if (objects!.n > 0) {
     return yield* new MoveRefused({ message: `tenant ${name} has ${objects!.n} large objects, which logical replication does not carry; nothing was moved` })
   }
-  const [taken] = yield* on(targetServer, (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${name}`)
-  if (taken!.n > 0) return yield* new MoveRefused({ message: `cluster ${target.name} has a database ${name} already; drop it or move elsewhere` })
-
-  const made = { database: false, publication: false, subscription: false, moving: false, fenced: false }
+  if (yield* databaseExists(targetServer, name)) {
+    return yield* new MoveRefused({ message: `cluster ${target.name} has a database ${name} already; drop it or move elsewhere` })
+  }
+  // Recorded before anything is made: a move whose process is killed is undone by cleanup.
+  yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE plinth.tenants SET moving_to = ${target.name} WHERE name = ${name}`))
   let flipped = false
-
-  /** Everything made so far, undone in reverse; each part on its own, so one failing leaves the rest done. */
-  const undo = Effect.gen(function*() {
-    const attempt = <R>(what: string, effect: Effect.Effect<unknown, unknown, R>) =>
-      effect.pipe(Effect.catchCause((cause) => Effect.logWarning(`undoing the move of ${name}: ${what} failed`, cause)))
-    if (made.subscription) yield* attempt("dropping the subscription", dropSubscription)
-    if (made.fenced) {
-      yield* attempt("opening the source again", on(sourceServer, (sql) => sql.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS true`).unprepared))
-    }
-    if (made.moving) {
-      yield* attempt("marking the tenant active", onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`UPDATE plinth.tenants SET state = 'active' WHERE name = ${name} AND cluster = ${source.name}`)))
-    }
-    if (made.subscription) yield* attempt("dropping the replication slot", dropSlot)
-    if (made.publication) yield* attempt("dropping the publication", on(sourceUrl, (sql) => sql.unsafe(`DROP PUBLICATION IF EXISTS ${PUBLICATION}`).unprepared))
-    if (made.database) {
-      yield* attempt("dropping the target's database", on(targetServer, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`).unprepared))
-    }
-    yield* Effect.logWarning(`the move of ${name} was undone: it stays on cluster ${source.name}`)
-  })
-  // Detached from its slot first: dropping it then needs no connection to the (fenced) source.
-  const dropSubscription = on(targetUrl, (sql) =>
-    Effect.gen(function*() {
-      const [found] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_subscription WHERE subname = ${subscription}`
-      if (found!.n === 0) return
-      yield* sql.unsafe(`ALTER SUBSCRIPTION ${quoteIdentifier(subscription)} DISABLE`).unprepared
-      yield* sql.unsafe(`ALTER SUBSCRIPTION ${quoteIdentifier(subscription)} SET (slot_name = NONE)`).unprepared
-      yield* sql.unsafe(`DROP SUBSCRIPTION ${quoteIdentifier(subscription)}`).unprepared
-    }))
-  // The slot is free once the disabled subscription's sender has gone, which takes a moment.
-  const dropSlot = on(sourceServer, (sql) =>
-    until(
-      Effect.gen(function*() {
-        const [slot] = yield* sql<{ active: boolean }>`SELECT active FROM pg_replication_slots WHERE slot_name = ${subscription}`
-        if (slot === undefined) return true
-        if (!slot.active) yield* sql`SELECT pg_drop_replication_slot(${subscription})`
-        return false
-      }).pipe(Effect.orElseSucceed(() => false)),
-      Duration.seconds(10)
-    ))
 
   const run = Effect.gen(function*() {
     yield* step("schema")
-    made.database = true
     yield* ensureDatabase(targetServer, name)
     yield* migrateDatabase(targetUrl)
     const apps = yield* on(sourceUrl, (sql) => sql<{ schema_name: string }>`SELECT schema_name FROM sys.apps ORDER BY created_at, schema_name`)
@@ -197,7 +238,6 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
       )))
 
     yield* step("subscribe")
-    made.publication = true
     yield* on(sourceUrl, (sql) =>
       Effect.gen(function*() {
         // Updates and deletes of a table without a key would be refused on the source once it is published.
@@ -210,7 +250,6 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
         yield* sql.unsafe(`DROP PUBLICATION IF EXISTS ${PUBLICATION}`).unprepared
         yield* sql.unsafe(`CREATE PUBLICATION ${PUBLICATION} FOR ALL TABLES`).unprepared
       }))
-    made.subscription = true
     yield* on(targetUrl, (sql) =>
       sql.unsafe(`CREATE SUBSCRIPTION ${quoteIdentifier(subscription)} CONNECTION ${literal(sourceUrl)} PUBLICATION ${PUBLICATION}
         WITH (slot_name = ${literal(subscription)}, copy_data = true)`).unprepared)
@@ -234,9 +273,7 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
       yield* held`SELECT 1`
       yield* step("fence")
       const fencedAt = Date.now()
-      made.moving = true
       yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE plinth.tenants SET state = 'moving' WHERE name = ${name}`))
-      made.fenced = true
       // From another database of the cluster: a session may not close its own database.
       yield* on(sourceServer, (sql) => sql.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS false`).unprepared)
       // Ended sessions roll back what they had not committed: nothing commits there after this.
@@ -267,13 +304,12 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
           sequence.last_value === null
             ? Effect.void
             : Effect.asVoid(sql`SELECT setval(${qualified(sequence)}::regclass, ${sequence.last_value}::bigint, true)`), { discard: true }))
-      yield* dropSubscription
-      made.subscription = false
-      yield* dropSlot
+      yield* dropSubscription(name, sides)
+      yield* dropSlot(sides)
 
       yield* step("flip")
       const [flip] = yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ epoch: number }>`UPDATE plinth.tenants SET cluster = ${target.name}, previous_cluster = ${source.name}, state = 'active', epoch = epoch + 1
+        sql<{ epoch: number }>`UPDATE plinth.tenants SET cluster = ${target.name}, previous_cluster = ${source.name}, moving_to = NULL, state = 'active', epoch = epoch + 1
           WHERE name = ${name} AND state = 'moving' RETURNING epoch`))
       if (flip === undefined) return yield* new MoveRefused({ message: `the registry's row of ${name} changed during the move` })
       flipped = true
@@ -290,25 +326,32 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
   })
   return yield* run.pipe(
     Effect.mapError((error) => error._tag === "MoveRefused" ? error : refused(`moving ${name} (${current})`)(error)),
-    Effect.onExit((exit) => Exit.isFailure(exit) && !flipped ? undo : Effect.void)
+    Effect.onExit((exit) => Exit.isFailure(exit) && !flipped ? undoMove(name, sides) : Effect.void)
   )
-})
+}, Effect.scoped)
 
-/** Drops the database a move left on the tenant's previous cluster, and forgets it. */
+/**
+ * What a move left: a move that did not finish (its process was killed) is undone, and the old
+ * database a finished move kept on the previous cluster is dropped and forgotten.
+ */
 export const cleanupTenant = Effect.fn("TenantMove.cleanup")(function*(name: string) {
+  yield* holdMoveLock(name)
   const tenant = yield* readTenant(name)
   if (Option.isNone(tenant)) return yield* new MoveRefused({ message: `no tenant ${JSON.stringify(name)} (plinth tenant list)` })
+  const movingTo = tenant.value.moving_to
+  if (movingTo !== null) {
+    yield* undoMove(name, yield* sidesOf(name, yield* readCluster(tenant.value.cluster), yield* readCluster(movingTo)))
+  }
   const previous = tenant.value.previous_cluster
-  if (previous === null) return Option.none<string>()
-  const cluster = yield* readCluster(previous)
-  const server = yield* serverUrlOf(cluster)
-  yield* on(server, (sql) =>
-    Effect.gen(function*() {
-      const subscription = subscriptionOf(name)
-      yield* sql`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${subscription} AND NOT active`
-      yield* sql.unsafe(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`).unprepared
-    })).pipe(Effect.mapError(refused(`dropping ${name} on ${previous}`)))
-  yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`UPDATE plinth.tenants SET previous_cluster = NULL WHERE name = ${name} AND previous_cluster = ${previous}`))
-  return Option.some(previous)
-})
+  if (previous !== null) {
+    const server = yield* serverUrlOf(yield* readCluster(previous))
+    yield* on(server, (sql) =>
+      Effect.gen(function*() {
+        yield* sql`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ${subscriptionOf(name)} AND NOT active`
+        yield* sql.unsafe(`DROP DATABASE IF EXISTS ${quoteIdentifier(name)} WITH (FORCE)`).unprepared
+      })).pipe(Effect.mapError(refused(`dropping ${name} on ${previous}`)))
+    yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`UPDATE plinth.tenants SET previous_cluster = NULL WHERE name = ${name} AND previous_cluster = ${previous}`))
+  }
+  return { undone: Option.fromNullishOr(movingTo), dropped: Option.fromNullishOr(previous) }
+}, Effect.scoped)

@@ -53,4 +53,7 @@ export const startTestCluster = async (settings: Readonly<Record<string, string>
  * the configuration of `env` and the database URLs it names.
  */
 export const runAdmin = <A, E>(effect: Effect.Effect<A, E, DatabaseUrls | PlinthConfig>, env: Record<string, string>) =>
-  Effect.runPromise(effect.pipe(Effect.provide(DatabaseUrls.layer.pipe(Layer.provideMerge(PlinthConfig.layer), Layer.provide(testEnv(env))))))
+  Effect.runPromise(effect.pipe(Effect.provide(adminLayer(env))))
+
+/** What runAdmin provides, for an effect run some other way (forked, to be interrupted). */
+export const adminLayer = (env: Record<string, string>) => DatabaseUrls.layer.pipe(Layer.provideMerge(PlinthConfig.layer), Layer.provide(testEnv(env)))

@@ -174,7 +174,7 @@ describe("a control database migrated before clusters", () => {
         Effect.gen(function*() {
           yield* sql`DROP TRIGGER tenant_changed ON plinth.tenants`
           yield* sql`DROP TABLE plinth.move_marks`
-          yield* sql`ALTER TABLE plinth.tenants DROP COLUMN cluster, DROP COLUMN state, DROP COLUMN epoch, DROP COLUMN previous_cluster`
+          yield* sql`ALTER TABLE plinth.tenants DROP COLUMN cluster, DROP COLUMN state, DROP COLUMN epoch, DROP COLUMN moving_to, DROP COLUMN previous_cluster`
           yield* sql`DROP TABLE plinth.clusters`
           yield* sql`DELETE FROM plinth.schema_migrations WHERE version = 27`
           yield* sql`INSERT INTO plinth.tenants (name) VALUES ('acme'), ('globex')`

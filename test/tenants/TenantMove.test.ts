@@ -9,7 +9,7 @@
  * pools, LISTEN connections and registry cache), which is what a replica is to the registry, at a
  * fraction of three processes' start-up on a shared machine.
  */
-import { Effect, Option } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import * as http from "node:http"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -19,7 +19,7 @@ import { withDatabase } from "../../src/layers/Database.ts"
 import { createTenant, tenantAdminUrl } from "../../src/layers/TenantAdmin.ts"
 import { cleanupTenant, MoveRefused, type MoveStep, moveTenant } from "../../src/layers/TenantMove.ts"
 import { post } from "../support/auth.ts"
-import { runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
+import { adminLayer, runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 import { type RunningService, startService } from "../support/services.ts"
@@ -242,7 +242,7 @@ describe("plinth tenant move", () => {
   it("plinth tenant cleanup drops the old database; a second move waits for it", async () => {
     const refused = await admin(moveTenant(tenant, "default").pipe(Effect.flip))
     expect(refused.message).toBe(`tenant ${tenant} still has its old database on cluster default: plinth tenant cleanup ${tenant} first`)
-    expect(await admin(cleanupTenant(tenant))).toEqual(Option.some("default"))
+    expect(await admin(cleanupTenant(tenant))).toEqual({ undone: Option.none(), dropped: Option.some("default") })
     const left = await query(control.adminUrl, (s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${tenant}`)
     expect(left[0]!.n).toBe(0)
   }, 60_000)
@@ -283,10 +283,55 @@ describe("plinth tenant move", () => {
     const [row] = await query(control.adminUrl, (s) => s<{ cluster: string; state: string; epoch: number }>`SELECT cluster, state, epoch FROM plinth.tenants WHERE name = ${tenant}`)
     expect(row).toEqual({ cluster: "default", state: "active", epoch: 3 })
     await expectAcknowledged(await tenantUrl(), writer)
-    expect(await admin(cleanupTenant(tenant))).toEqual(Option.some("second"))
+    expect(await admin(cleanupTenant(tenant))).toEqual({ undone: Option.none(), dropped: Option.some("second") })
     const slots = await query(second.adminUrl(), (s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_replication_slots`)
     expect(slots[0]!.n).toBe(0)
     const databases = await query(second.adminUrl(), (s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${tenant}`)
     expect(databases[0]!.n).toBe(0)
   }, 180_000)
+
+  it("a move whose process is gone mid-fence is undone by plinth tenant cleanup; cleanup waits while a move runs", async () => {
+    const writer = startWriter()
+    await eventually(async () => writer.inserted.length >= 10, 30_000)
+    let fenced = false
+    // Paused inside its fence, as a process stopped there would be.
+    const mover = Effect.runFork(Effect.provide(moveTenant(tenant, "second", {
+      beforeStep: (step) => step === "apply" ? Effect.sync(() => (fenced = true)).pipe(Effect.andThen(Effect.never)) : Effect.void
+    }), adminLayer(env())))
+    try {
+      expect(await eventually(async () => fenced, 60_000)).toBe(true)
+      const [moving] = await query(control.adminUrl, (s) => s<{ state: string; moving_to: string }>`SELECT state, moving_to FROM plinth.tenants WHERE name = ${tenant}`)
+      expect(moving).toEqual({ state: "moving", moving_to: "second" })
+      const busy = await admin(cleanupTenant(tenant).pipe(Effect.flip))
+      expect(busy.message).toBe(`a move of ${tenant} is running`)
+      // The process is gone: its sessions (the lock's among them) end.
+      await query(control.adminUrl, (s) => s`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext(${tenant})::oid AND classid = 7270027`)
+      expect(await eventually(async () => (await admin(cleanupTenant(tenant).pipe(Effect.result)))._tag === "Success", 10_000, 200)).toBe(true)
+      const [row] = await query(control.adminUrl, (s) => s<{ cluster: string; state: string; moving_to: string | null }>`SELECT cluster, state, moving_to FROM plinth.tenants WHERE name = ${tenant}`)
+      expect(row).toEqual({ cluster: "default", state: "active", moving_to: null })
+      const after = writer.writes.length
+      expect(await eventually(async () => writer.writes.slice(after).filter((w) => w.ok && w.port === controlPort()).length >= 10, 30_000)).toBe(true)
+      await writer.stop()
+      await expectAcknowledged(await tenantUrl(), writer)
+      const onSecond = await query(second.adminUrl(), (s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${tenant}`)
+      expect(onSecond[0]!.n).toBe(0)
+    } finally {
+      await writer.stop()
+      await Effect.runPromise(Fiber.interrupt(mover))
+    }
+  }, 180_000)
+
+  it("refuses a tenant with large objects (logical replication does not carry them) before making anything; the embedded server runs with wal_level=logical", async () => {
+    const [level] = await query(control.adminUrl, (s) => s<{ level: string }>`SELECT current_setting('wal_level') AS level`)
+    expect(level).toEqual({ level: "logical" })
+    const withObjects = `${tenant}_lo`
+    await admin(createTenant(withObjects, Option.some("default")))
+    await query(await admin(tenantAdminUrl(withObjects)), (s) => s`SELECT lo_from_bytea(0, 'a file'::bytea)`)
+    const refused = await admin(moveTenant(withObjects, "second").pipe(Effect.flip))
+    expect(refused.message).toBe(`tenant ${withObjects} has 1 large objects, which logical replication does not carry; nothing was moved`)
+    const [row] = await query(control.adminUrl, (s) => s<{ cluster: string; moving_to: string | null }>`SELECT cluster, moving_to FROM plinth.tenants WHERE name = ${withObjects}`)
+    expect(row).toEqual({ cluster: "default", moving_to: null })
+    const onSecond = await query(second.adminUrl(), (s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${withObjects}`)
+    expect(onSecond[0]!.n).toBe(0)
+  }, 60_000)
 })
