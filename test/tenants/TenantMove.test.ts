@@ -19,6 +19,7 @@ import { withDatabase } from "../../src/layers/Database.ts"
 import { createTenant, tenantAdminUrl } from "../../src/layers/TenantAdmin.ts"
 import { cleanupTenant, MoveRefused, type MoveStep, moveTenant } from "../../src/layers/TenantMove.ts"
 import { post } from "../support/auth.ts"
+import { runPlinth } from "../support/cli.ts"
 import { adminLayer, runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
@@ -334,4 +335,21 @@ describe("plinth tenant move", () => {
     const onSecond = await query(second.adminUrl(), (s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_database WHERE datname = ${withObjects}`)
     expect(onSecond[0]!.n).toBe(0)
   }, 60_000)
+
+  it("from the command line: plinth tenant move prints the move, tenant list the copy left, tenant cleanup drops it; a refusal is one line", async () => {
+    const cli = `${tenant}_cli`
+    await admin(createTenant(cli, Option.some("default")))
+    const move = runPlinth(["tenant", "move", cli, "--to", "second"], env())
+    expect(await move.exited, move.stderr()).toBe(0)
+    expect(move.stdout()).toMatch(new RegExp(`^Moved ${cli} from default to second \\(epoch 2; fenced \\d+ ms; source applied to [0-9A-F]+/[0-9A-F]+\\)\\.$`, "m"))
+    const list = runPlinth(["tenant", "list"], env())
+    expect(await list.exited, list.stderr()).toBe(0)
+    expect(list.stdout()).toMatch(new RegExp(`^${cli}\t\\S.*\tsecond\tactive \\(old copy on default\\)$`, "m"))
+    const cleanup = runPlinth(["tenant", "cleanup", cli], env())
+    expect(await cleanup.exited, cleanup.stderr()).toBe(0)
+    expect(cleanup.stdout().trim()).toBe(`Dropped the old database of ${cli} on default.`)
+    const refused = runPlinth(["tenant", "move", `${tenant}_lo`, "--to", "second"], env())
+    expect(await refused.exited).toBe(1)
+    expect(refused.stderr().trim()).toBe(`plinth: tenant ${tenant}_lo has 1 large objects, which logical replication does not carry; nothing was moved`)
+  }, 120_000)
 })
