@@ -64,9 +64,12 @@ export const makeTenants = <Services>(options: TenantsOptions<Services>) =>
     const read = new Map<string, { readonly placement: Option.Option<Placement>; readonly at: number }>()
     const built = new Map<string, Live<Services>>()
 
+    // Only registered tenants are kept: names that are not tenants (any X-Tenant a caller sends) must not fill it.
     const readPlacement = (name: string) =>
       options.placementOf(name).pipe(
-        Effect.tap((placement) => Effect.sync(() => read.set(name, { placement, at: Date.now() }))),
+        Effect.tap((placement) =>
+          Effect.sync(() => Option.isSome(placement) ? read.set(name, { placement, at: Date.now() }) : read.delete(name))
+        ),
         Effect.mapError(() => new TenantUnavailable({ name }))
       )
     const placementOf = (name: string) =>

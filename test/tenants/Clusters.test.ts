@@ -195,6 +195,7 @@ describe("a control database migrated before clusters", () => {
 describe("routing that follows the registry", () => {
   const tenant = name("r1")
   let replicas: Array<RunningService> = []
+  let chat: RunningService
   let token: string
   const port = async (replica: RunningService) => {
     const response = await post<{ rows: Array<{ port: number }> }>(replica.url, "/sql", { sql: "SELECT inet_server_port() AS port" }, { token, headers: { "x-tenant": tenant } })
@@ -229,11 +230,13 @@ describe("routing that follows the registry", () => {
     const [user] = await query(sourceUrl, (sql) => sql<{ row: unknown }>`SELECT row_to_json(u) AS row FROM sys.users u`)
     await query(onSecond, (sql) => sql`INSERT INTO sys.users SELECT * FROM json_populate_record(NULL::sys.users, ${JSON.stringify(user!.row)}::json)`)
     for (let n = 0; n < 3; n++) replicas.push(await startService("main", control.mainUrl, { MULTI_TENANT: "true", LOG_REQUESTS: "false" }))
+    chat = await startService("chat", control.chatUrl, { MULTI_TENANT: "true", LOG_REQUESTS: "false" })
     const verified = await post<{ token: string }>(replicas[0]!.url, "/auth/magic-link/verify", { token: invited!.token }, { headers: { "x-tenant": tenant } })
     token = verified.body.token
   }, 120_000)
   afterAll(async () => {
     for (const replica of replicas) await replica.close()
+    await chat?.close()
   })
 
   it("an epoch change announced by the registry reaches every replica at once: pools and LISTEN connection rebuilt on the new cluster, streams told to resync", async () => {
@@ -260,6 +263,11 @@ describe("routing that follows the registry", () => {
         (await query(second.adminUrl(), (sql) =>
           sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${tenant} AND application_name = 'plinth listen'`))[0]!.n
       expect(await eventually(async () => (await listening()) === 3)).toBe(true)
+      // The chat service follows the registry too, with its own runtime template.
+      const created = await post(chat.url, "/conversations", { title: "after the flip" }, { token, headers: { "x-tenant": tenant } })
+      expect(created.status).toBe(201)
+      const [kept] = await query(second.adminUrl(tenant), (sql) => sql<{ n: number }>`SELECT count(*)::int AS n FROM sys.conversations`)
+      expect(kept!.n).toBe(1)
     } finally {
       for (const stream of streams) stream.close()
     }
