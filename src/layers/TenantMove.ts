@@ -263,19 +263,24 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
       ))
     if (!copied) return yield* new MoveRefused({ message: `the copy of ${name} did not finish in time` })
 
-    // The fence: on a connection of its own to the source, the one left open there.
+    // The fence, on connections opened before it: the source's is the one left open there, and no
+    // step waits for a connection to be made.
     return yield* Effect.scoped(Effect.gen(function*() {
-      const held = Context.get(yield* Layer.build(PgClient.layer({
-        url: Redacted.make(sourceUrl),
-        maxConnections: 1,
-        idleTimeout: Duration.minutes(10)
-      })), SqlClient.SqlClient)
-      yield* held`SELECT 1`
+      const open = (url: string) =>
+        Effect.map(
+          Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 1, idleTimeout: Duration.minutes(10) })),
+          (context) => Context.get(context, SqlClient.SqlClient)
+        )
+      const held = yield* open(sourceUrl)
+      const onTarget = yield* open(targetUrl)
+      const onSourceServer = yield* open(sourceServer)
+      const onRegistry = yield* open(yield* requireUrl("admin"))
+      yield* Effect.all([held`SELECT 1`, onTarget`SELECT 1`, onSourceServer`SELECT 1`, onRegistry`SELECT 1`], { concurrency: 4, discard: true })
       yield* step("fence")
       const fencedAt = Date.now()
-      yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE plinth.tenants SET state = 'moving' WHERE name = ${name}`))
+      yield* onRegistry`UPDATE plinth.tenants SET state = 'moving' WHERE name = ${name}`
       // From another database of the cluster: a session may not close its own database.
-      yield* on(sourceServer, (sql) => sql.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS false`).unprepared)
+      yield* onSourceServer.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} ALLOW_CONNECTIONS false`).unprepared
       // Ended sessions roll back what they had not committed: nothing commits there after this.
       // OFFSET 0 keeps the subquery whole: its own session is left out before any is ended.
       const ended = yield* until(
@@ -291,32 +296,37 @@ export const moveTenant = Effect.fn("TenantMove.move")(function*(name: string, t
       const token = randomBytes(12).toString("hex")
       yield* held`INSERT INTO plinth.move_marks (token) VALUES (${token})`
       const [position] = yield* held<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`
-      const applied = yield* on(targetUrl, (sql) =>
-        until(Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM plinth.move_marks WHERE token = ${token}`, (rows) => rows[0]!.n > 0), APPLY_TIMEOUT))
+      const applied = yield* until(
+        Effect.map(onTarget<{ n: number }>`SELECT count(*)::int AS n FROM plinth.move_marks WHERE token = ${token}`, (rows) => rows[0]!.n > 0),
+        APPLY_TIMEOUT
+      )
       if (!applied) return yield* new MoveRefused({ message: `the target did not apply ${name}'s last changes in time` })
 
       yield* step("sequences")
       const sequences = yield* held<{ schema: string; name: string; last_value: string | null }>`
         SELECT schemaname AS schema, sequencename AS name, last_value::text FROM pg_sequences
         WHERE schemaname NOT IN ('pg_catalog', 'information_schema')`
-      yield* on(targetUrl, (sql) =>
-        Effect.forEach(sequences, (sequence) =>
-          sequence.last_value === null
-            ? Effect.void
-            : Effect.asVoid(sql`SELECT setval(${qualified(sequence)}::regclass, ${sequence.last_value}::bigint, true)`), { discard: true }))
-      yield* dropSubscription(name, sides)
-      yield* dropSlot(sides)
+      yield* Effect.forEach(sequences, (sequence) =>
+        sequence.last_value === null
+          ? Effect.void
+          : Effect.asVoid(onTarget`SELECT setval(${qualified(sequence)}::regclass, ${sequence.last_value}::bigint, true)`), { discard: true })
+      // The target takes nothing more from the source; its slot goes after the flip.
+      for (const statement of ["DISABLE", "SET (slot_name = NONE)"]) {
+        yield* onTarget.unsafe(`ALTER SUBSCRIPTION ${quoteIdentifier(subscription)} ${statement}`).unprepared
+      }
+      yield* onTarget.unsafe(`DROP SUBSCRIPTION ${quoteIdentifier(subscription)}`).unprepared
 
       yield* step("flip")
-      const [flip] = yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ epoch: number }>`UPDATE plinth.tenants SET cluster = ${target.name}, previous_cluster = ${source.name}, moving_to = NULL, state = 'active', epoch = epoch + 1
-          WHERE name = ${name} AND state = 'moving' RETURNING epoch`))
+      const [flip] = yield* onRegistry<{ epoch: number }>`UPDATE plinth.tenants
+        SET cluster = ${target.name}, previous_cluster = ${source.name}, moving_to = NULL, state = 'active', epoch = epoch + 1
+        WHERE name = ${name} AND state = 'moving' RETURNING epoch`
       if (flip === undefined) return yield* new MoveRefused({ message: `the registry's row of ${name} changed during the move` })
       flipped = true
       const fenceMillis = Date.now() - fencedAt
 
       // Kept for a rollback window: read-only, and closed to the services (only an administrator connects).
       yield* step("finish")
+      yield* dropSlot(sides)
       yield* held.unsafe(`DROP PUBLICATION IF EXISTS ${PUBLICATION}`).unprepared
       yield* held.unsafe(`ALTER DATABASE ${quoteIdentifier(name)} SET default_transaction_read_only = on`).unprepared
       yield* held.unsafe(`REVOKE CONNECT ON DATABASE ${quoteIdentifier(name)} FROM PUBLIC`).unprepared
