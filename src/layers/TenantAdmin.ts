@@ -3,11 +3,15 @@
  * administrator: create and migrate a tenant's database on its cluster and keep the registry of the
  * control database (plinth.tenants) in step.
  */
-import { Effect, Option, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { RESERVED_TENANT_NAMES, TENANT_NAME, tenantUrl } from "../services/TenantName.ts"
 import { adminTemplateOf, chooseCluster, DEFAULT_CLUSTER, onControl, readCluster, serverUrlOf } from "./Clusters.ts"
 import { ensureDatabase, migrateDatabase, requireUrl, withDatabase } from "./Database.ts"
+
+/** Names the advisory lock placement holds; any constant of Plinth's own. */
+const PLACEMENT_LOCK = 7_270_028
 
 export class InvalidTenant extends Schema.TaggedError<InvalidTenant>()("InvalidTenant", { message: Schema.String }) {}
 
@@ -57,6 +61,9 @@ export const listTenants = Effect.fn("TenantAdmin.list")(function*() {
  */
 export const createTenant = Effect.fn("TenantAdmin.create")(function*(name: string, cluster: Option.Option<string> = Option.none()) {
   yield* checkName(name)
+  // One placement at a time (held until this one is registered): two at once could both take a cluster's last place.
+  const control = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(yield* requireUrl("admin")), maxConnections: 1 })), SqlClient.SqlClient)
+  yield* control`SELECT pg_advisory_lock(${PLACEMENT_LOCK})`
   const existing = yield* readTenant(name)
   const target = Option.isSome(existing) ? yield* readCluster(existing.value.cluster) : yield* chooseCluster(name, cluster)
   const adminUrl = tenantUrl(yield* adminTemplateOf(target), name)
@@ -65,7 +72,7 @@ export const createTenant = Effect.fn("TenantAdmin.create")(function*(name: stri
   yield* onControl(Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql`INSERT INTO plinth.tenants (name, cluster) VALUES (${name}, ${target.name}) ON CONFLICT (name) DO NOTHING`))
   return { applied, cluster: target.name }
-})
+}, Effect.scoped)
 
 /** Applies pending migrations to every registered tenant; returns what each got. */
 export const migrateTenants = Effect.fn("TenantAdmin.migrateAll")(function*() {

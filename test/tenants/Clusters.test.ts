@@ -154,6 +154,19 @@ describe("placement", () => {
     expect(await clusterOf(name("b3"))).toBe("second")
   }, 120_000)
 
+  it("two placements at once do not both take a cluster's last place", async () => {
+    await query(control.adminUrl, (sql) => sql`UPDATE plinth.clusters SET max_databases = 1 + (
+      SELECT count(*) FROM plinth.tenants WHERE 'second' IN (cluster, moving_to, previous_cluster)) WHERE name = 'second'`)
+    await runAdmin(setClusterState("default", "draining"), env())
+    try {
+      const results = await Promise.all([create(name("d1")), create(name("d2"))])
+      expect(results.map((result) => result._tag).sort()).toEqual(["Failure", "Success"])
+    } finally {
+      await runAdmin(setClusterState("default", "active"), env())
+      await query(control.adminUrl, (sql) => sql`UPDATE plinth.clusters SET max_databases = NULL WHERE name = 'second'`)
+    }
+  }, 60_000)
+
   it("plinth tenant create --cluster places it there; invite --tenant reaches it on its cluster", async () => {
     const plinth = runPlinth(["tenant", "create", name("c1"), "--cluster", "second"], env())
     expect(await plinth.exited, plinth.stderr()).toBe(0)
