@@ -1,6 +1,7 @@
 /**
  * Which tenant serves a request. Single-tenant: always the process's own. Multi-tenant: the one
- * `X-Tenant` names (400 when missing or malformed, 404 when the registry does not list it), with
+ * `X-Tenant` names (400 when missing or malformed, 404 when the registry does not list it, 503 with
+ * Retry-After while a move to another cluster fences it), with
  * the tenant's services (pool, event fan-out, caches) provided to the route for the request's
  * lifetime. `/health`, `/ready` and `/openapi.json` need no tenant: they answer for the process.
  */
