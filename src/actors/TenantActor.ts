@@ -69,6 +69,11 @@ export interface TenantActorShape {
   readonly subscribers: () => number
   /** The catalog changes heard on the LISTEN connection (provided as the tenant's CatalogWatch). */
   readonly catalog: CatalogWatch["Service"]
+  /**
+   * The tenant now lives elsewhere (it moved to another cluster): every subscriber gets `Resync`
+   * and ends, so that it reconnects to the tenant's new services and refetches.
+   */
+  readonly retire: () => void
 }
 
 export interface TenantActorOptions {
@@ -104,11 +109,13 @@ type Message =
   | { readonly _tag: "PageChanges"; readonly events: ReadonlyArray<PageEvent> }
   | { readonly _tag: "CatalogChanged" }
   | { readonly _tag: "Tick" }
+  | { readonly _tag: "Retire" }
 
 const LISTENING: Message = { _tag: "Listening" }
 const LOST: Message = { _tag: "Lost" }
 const CATALOG_CHANGED: Message = { _tag: "CatalogChanged" }
 const TICK: Message = { _tag: "Tick" }
+const RETIRE: Message = { _tag: "Retire" }
 
 /**
  * The actor; its LISTEN connection is opened with the settings of the tenant's caller pool (the
@@ -204,6 +211,13 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
         publishTo(groups[tick]!, HEARTBEAT)
         tick = (tick + 1) % HEARTBEAT_GROUPS
         return
+      case "Retire":
+        publish(RESYNC)
+        for (const group of groups) {
+          for (const subscriber of group) subscriber.end()
+          group.clear()
+        }
+        return
     }
   }
 
@@ -298,7 +312,10 @@ export const makeTenantActor = Effect.fn("TenantActor.make")(function*(options: 
       changed: () => {
         ownChanges++
       }
-    })
+    }),
+    retire: () => {
+      send(RETIRE)
+    }
   } satisfies TenantActorShape
 })
 

@@ -3,7 +3,7 @@
  * The `plinth` command: `start` (everything in one process, on the embedded database unless URLs
  * are set), `serve main|chat` (one service: the production shape), `migrate`, `invite`,
  * `users list|deactivate|activate|role`, `db url`, `audit prune`, `app export|import`, and
- * `tenant create|list|migrate` for multi-tenant mode.
+ * `tenant create|list|migrate|move|cleanup` and `cluster add|list|drain|activate` for multi-tenant mode.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
@@ -25,7 +25,9 @@ import { portTaken, runningServer } from "../layers/EmbeddedPostgres.ts"
 import { loadLocalSecrets } from "../layers/LocalSecrets.ts"
 import { LoggingLive } from "../layers/Logging.ts"
 import { ChatService, MainService } from "../layers/Services.ts"
+import { addCluster, listClusters, setClusterState } from "../layers/Clusters.ts"
 import { createTenant, listTenants, migrateTenants, tenantAdminUrl } from "../layers/TenantAdmin.ts"
+import { cleanupTenant, moveTenant } from "../layers/TenantMove.ts"
 
 /**
  * Configuration, logging and the database location: what every command stands on. Provided per
@@ -405,18 +407,45 @@ const app = Command.make("app").pipe(
 
 const tenantName = Argument.String("name").pipe(Argument.withDescription("a-z, 0-9 and _, starting with a letter"))
 
+const clusterName = Argument.String("name").pipe(Argument.withDescription("a-z, 0-9 and _, starting with a letter"))
+
 const tenant = Command.make("tenant").pipe(
-  Command.withDescription("Multi-tenant mode: create, list and migrate tenants"),
+  Command.withDescription("Multi-tenant mode: create, list, migrate and move tenants"),
   Command.withSubcommands([
-    Command.make("create", { name: tenantName }, ({ name }) =>
+    Command.make("create", {
+      name: tenantName,
+      cluster: Flag.String("cluster").pipe(Flag.optional, Flag.withDescription("the cluster to create it on (default: the active cluster with the fewest tenants that has room)"))
+    }, ({ cluster, name }) =>
       Effect.gen(function*() {
-        const applied = yield* createTenant(name)
-        yield* Console.log(`Tenant ${name} is ready (${applied.length} migrations applied).`)
-      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Create (and migrate) a tenant's database and register it")),
+        const created = yield* createTenant(name, cluster)
+        yield* Console.log(`Tenant ${name} is ready on cluster ${created.cluster} (${created.applied.length} migrations applied).`)
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Create (and migrate) a tenant's database on a cluster and register it")),
     Command.make("list", {}, () =>
       Effect.gen(function*() {
-        for (const row of yield* listTenants()) yield* Console.log(`${row.name}\t${row.created_at}`)
-      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("List the registered tenants")),
+        for (const row of yield* listTenants()) {
+          const moving = row.moving_to === null ? "" : ` (moving to ${row.moving_to})`
+          const previous = row.previous_cluster === null ? "" : ` (old copy on ${row.previous_cluster})`
+          yield* Console.log(`${row.name}\t${row.created_at}\t${row.cluster}\t${row.state}${moving}${previous}`)
+        }
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("List the registered tenants: name, created, cluster, state")),
+    Command.make("move", {
+      name: tenantName,
+      to: Flag.String("to").pipe(Flag.withDescription("the cluster to move it to"))
+    }, ({ name, to }) =>
+      Effect.gen(function*() {
+        const moved = yield* moveTenant(name, to)
+        yield* Console.log(`Moved ${name} from ${moved.from} to ${moved.to} (epoch ${moved.epoch}; fenced ${moved.fenceMillis} ms; source applied to ${moved.lsn}).`)
+        yield* Console.log(`Its old database stays on ${moved.from}, read-only, until: plinth tenant cleanup ${name}`)
+      }).pipe(Effect.provide(Base))).pipe(
+      Command.withDescription("Move a tenant's database to another cluster with logical replication (a fence of seconds; undone on failure)")
+    ),
+    Command.make("cleanup", { name: tenantName }, ({ name }) =>
+      Effect.gen(function*() {
+        const done = yield* cleanupTenant(name)
+        if (Option.isSome(done.undone)) yield* Console.log(`Undid the interrupted move of ${name} to ${done.undone.value}: it stays on its cluster.`)
+        if (Option.isSome(done.dropped)) yield* Console.log(`Dropped the old database of ${name} on ${done.dropped.value}.`)
+        if (Option.isNone(done.undone) && Option.isNone(done.dropped)) yield* Console.log(`${name} has nothing to clean up.`)
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Drop the old database a move left on the tenant's previous cluster; undo a move whose process was killed")),
     Command.make("migrate", {}, () =>
       Effect.gen(function*() {
         for (const result of yield* migrateTenants()) {
@@ -426,13 +455,56 @@ const tenant = Command.make("tenant").pipe(
   ])
 )
 
+const cluster = Command.make("cluster").pipe(
+  Command.withDescription("Multi-tenant mode: the PostgreSQL clusters tenants are placed on"),
+  Command.withSubcommands([
+    Command.make("add", {
+      name: clusterName,
+      adminUrl: Flag.String("admin-url").pipe(Flag.withDescription("postgres://superuser:…@host:port/{tenant}: creates, migrates and moves databases")),
+      url: Flag.String("url").pipe(Flag.withDescription("postgres://authenticator:…@host:port/{tenant}: the main service")),
+      chatUrl: Flag.String("chat-url").pipe(Flag.withDescription("postgres://chat_authenticator:…@host:port/{tenant}: the chat service")),
+      maxDatabases: Flag.Int("max-databases").pipe(Flag.optional, Flag.withDescription("at most this many tenant databases (default: no cap)"))
+    }, ({ adminUrl, chatUrl, maxDatabases, name, url }) =>
+      Effect.gen(function*() {
+        yield* addCluster({ name, adminUrl, url, chatUrl, maxDatabases })
+        yield* Console.log(`Cluster ${name} is ready: Plinth's roles and grants are there; new tenants may be placed on it.`)
+      }).pipe(Effect.provide(Base))).pipe(
+      Command.withDescription("Register a cluster: creates Plinth's roles and grants there (database plinth) and checks the login roles")
+    ),
+    Command.make("list", {}, () =>
+      Effect.gen(function*() {
+        const loads = yield* listClusters()
+        yield* Console.log(table([
+          ["NAME", "STATE", "TENANTS", "CAP", "CONNECTIONS"],
+          ...loads.map((load) => [
+            load.name,
+            load.state,
+            String(load.databases),
+            load.maxDatabases === null ? "-" : String(load.maxDatabases),
+            load.connections === undefined ? "unreachable" : `${load.connections.used}/${load.connections.max}`
+          ])
+        ]))
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("List the clusters: state, tenant databases, cap, connections open")),
+    Command.make("drain", { name: clusterName }, ({ name }) =>
+      Effect.gen(function*() {
+        yield* setClusterState(name, "draining")
+        yield* Console.log(`Cluster ${name} is draining: no new tenants go there; move its tenants with plinth tenant move <name> --to <cluster>.`)
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Place no new tenants on a cluster")),
+    Command.make("activate", { name: clusterName }, ({ name }) =>
+      Effect.gen(function*() {
+        yield* setClusterState(name, "active")
+        yield* Console.log(`Cluster ${name} is active: new tenants may be placed on it.`)
+      }).pipe(Effect.provide(Base))).pipe(Command.withDescription("Place new tenants on a drained cluster again"))
+  ])
+)
+
 const migrate = Command.make("migrate", {}, () => applyMigrations.pipe(Effect.provide(Base))).pipe(
   Command.withDescription("Apply pending migrations with DATABASE_ADMIN_URL (or the embedded database)")
 )
 
 export const plinth = Command.make("plinth").pipe(
   Command.withDescription("Plinth: a backend for data-driven business applications on PostgreSQL"),
-  Command.withSubcommands([start, serve, migrate, invite, users, db, audit, app, tenant])
+  Command.withSubcommands([start, serve, migrate, invite, users, db, audit, app, tenant, cluster])
 )
 
 /** A mistyped command line is its error and the command's one-line usage, not the whole help. */

@@ -1,7 +1,8 @@
 /**
  * Which tenant serves a request. Single-tenant: always the process's own. Multi-tenant: the one
  * `X-Tenant` names (for GET /events, which EventSource opens, `?tenant=` too; 400 when missing or
- * malformed, 404 when the registry does not list it), with
+ * malformed, 404 when the registry does not list it, 503 with Retry-After while a move to another
+ * cluster fences it), with
  * the tenant's services (pool, event fan-out, caches) provided to the route for the request's
  * lifetime. `/health`, `/ready` and `/openapi.json` need no tenant: they answer for the process.
  */
@@ -14,7 +15,7 @@ import type { AppRegistry } from "../services/AppRegistry.ts"
 import type { CatalogWatch } from "../services/CatalogWatch.ts"
 import type { Introspection } from "../services/Introspection.ts"
 import type { StatementConnections } from "../services/StatementConnections.ts"
-import type { TenantsExhausted, TenantUnavailable, UnknownTenant } from "../services/Tenants.ts"
+import type { TenantFailure } from "../services/Tenants.ts"
 import { TENANT_NAME } from "../services/TenantName.ts"
 
 /** Everything that is per tenant. */
@@ -25,7 +26,7 @@ export class TenantSource extends Context.Service<TenantSource, {
   readonly process: Context.Context<TenantServices>
   /** Multi-tenant mode only: a registered tenant's services for the caller's scope. */
   readonly tenant: Option.Option<
-    (name: string) => Effect.Effect<Context.Context<TenantServices>, UnknownTenant | TenantsExhausted | TenantUnavailable, Scope.Scope>
+    (name: string) => Effect.Effect<Context.Context<TenantServices>, TenantFailure, Scope.Scope>
   >
 }>()("plinth/TenantSource") {}
 
@@ -40,8 +41,9 @@ export const holdTenant: Effect.Effect<void, never, TenantSource | Scope.Scope> 
   const source = yield* TenantSource
   const name = yield* CurrentTenant
   if (Option.isNone(source.tenant) || Option.isNone(name)) return
-  // The request holds the tenant already: this only counts one more holder, and cannot fail.
-  yield* Effect.orDie(source.tenant.value(name.value))
+  // The request holds the tenant already: this only counts one more holder (it fails only when the
+  // tenant began a move since, and then the stream is retired with the tenant's other streams).
+  yield* Effect.ignore(source.tenant.value(name.value))
 })
 
 /** The paths that answer for the process, not a tenant. */
@@ -92,6 +94,12 @@ export const TenantSelection = HttpRouter.middleware<{ provides: TenantServices 
               return plainError(503, "too many active tenants; try again later")
             case "TenantUnavailable":
               return plainError(503, "tenant database unavailable")
+            case "TenantMoving":
+              // The move's fence lasts seconds: the client tries again after one.
+              return HttpServerResponse.jsonUnsafe({ error: "tenant is moving to another cluster; try again shortly" }, {
+                status: 503,
+                headers: { "retry-after": "1" }
+              })
           }
         }
         return yield* Effect.provideContext(app, context.success).pipe(Effect.provideService(CurrentTenant, Option.some(name)))

@@ -26,6 +26,8 @@ export interface EmbeddedPostgresOptions {
   readonly superuserPassword: string
   /** Receives PostgreSQL's own log lines. */
   readonly onLog?: (line: string) => void
+  /** Server settings besides Plinth's own (`-c name=value`), e.g. a smaller max_connections. */
+  readonly settings?: Readonly<Record<string, string>>
 }
 
 export interface EmbeddedPostgres {
@@ -241,7 +243,10 @@ const launch = (binaries: Binaries, options: EmbeddedPostgresOptions, runAs: Run
       "-c", "listen_addresses=127.0.0.1",
       "-c", "unix_socket_directories=",
       "-c", "logging_collector=off",
-      "-c", "max_connections=200"
+      "-c", "max_connections=200",
+      // Logical replication (`plinth tenant move`) needs it; it takes effect at each start.
+      "-c", "wal_level=logical",
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`])
     ], {
       ...runAs,
       // A process group of its own: a terminal's Ctrl-C reaches Plinth, which stops PostgreSQL last,

@@ -82,7 +82,7 @@ export const chatService = (listen: ListenOptions, databaseUrl: string) =>
     )
     return serveHttp(ChatRoutes.pipe(Layer.provide(TenantSelection.layer)), listen, makeCorsPolicy(config.corsOrigins)).pipe(
       Layer.provide(Layer.mergeAll(ChatDependencies, ProcessTenant, requestLogSetting(config.logRequests))),
-      Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover))
+      Layer.provide(tenantSource(databaseUrl, redactedValue(config.tenantChatDatabaseUrl), recover, "chat"))
     )
   }))
 

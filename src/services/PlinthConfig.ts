@@ -152,6 +152,9 @@ export const ConfigValues = Config.all({
   ),
   tenantIdleTimeout: Config.schema(PositiveDuration, "TENANT_IDLE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5))),
   tenantMaxLive: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThan(0))), "TENANT_MAX_LIVE").pipe(Config.withDefault(100)),
+  clusterConnectionReserve: Config.schema(Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(0))), "CLUSTER_CONNECTION_RESERVE").pipe(
+    Config.withDefault(20)
+  ),
   chatMaxSteps: Config.schema(Schema.Int.pipe(Schema.check(Schema.isBetween({ minimum: 1, maximum: 200 }))), "CHAT_MAX_STEPS").pipe(
     Config.withDefault(25)
   ),
