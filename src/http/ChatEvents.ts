@@ -40,9 +40,12 @@ export const ChatEvent = Schema.Union([
         status: Schema.Literals(["pending", "pending_approval", "complete", "rejected", "error"])
       }),
       streaming_continues: Schema.optionalKey(Schema.Boolean),
-      tool_result: Schema.optionalKey(JsonObject)
+      tool_result: Schema.optionalKey(JsonObject),
+      /** The user stopped the reply (POST /conversations/:id/stop): `message` holds its text so far, and the reply ends here. */
+      stopped: Schema.optionalKey(Schema.Boolean)
     }),
-    "a message is stored; after a tool call streaming_continues is true, tool_result is the tool's, and the reply goes on"
+    "a message is stored; after a tool call streaming_continues is true, tool_result is the tool's, and the reply goes on; " +
+      "stopped is true when the user stopped the reply, which ends with this message"
   ),
   event("error", Schema.Struct({ error: Schema.String }), "the reply ended with this reason; the message is stored with it")
 ]).annotate({ identifier: "ChatEvent" })
@@ -50,4 +53,4 @@ export type ChatEvent = typeof ChatEvent.Type
 
 /** What the 200 of a chat stream says besides the events. */
 export const CHAT_EVENTS_DESCRIPTION = "Server-Sent Events, one reply: `token`, `tool_call`, `status`, `title`, `done` and `error` " +
-  "(each event's data as in ChatEvent); the stream ends after the last `done` or an `error`."
+  "(each event's data as in ChatEvent); the stream ends after the last `done` (or a `done` with `stopped`) or an `error`."
