@@ -105,7 +105,8 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
   }).annotateMerge(documented({
     summary: "Attach to the running reply, as Server-Sent Events",
     description: "While a reply runs: its events from its first, then live until it ends (a reload or a second tab). When none " +
-      "runs: one `done` with the latest message (none when there is no message). Never starts a reply."
+      "runs: one `done` with the latest message (none when there is no message). A reply running on another instance of " +
+      "the chat service: a `status`, then that `done` once the reply has ended. Never starts a reply."
   })))
   .middleware(Authentication)
 {}

@@ -48,6 +48,9 @@ const untilEnded = (reply: RunningReply) =>
     Effect.orElseSucceed((): Conversations.ReplyState => ({ latest: undefined, running: false }))
   )
 
+/** What an attacher is told while the reply runs on another instance, whose events it cannot have. */
+const elsewhere: ChatEvent = { event: "status", data: { text: "The reply is being written elsewhere; it shows when it is done." } }
+
 /** A finished reply, as GET /stream answers it: one `done` with the latest message (nothing when there is none). */
 const latestDone = (state: Conversations.ReplyState): Stream.Stream<ChatEvent> =>
   state.latest === undefined
@@ -98,7 +101,9 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
     if (!state.value.running) return latestDone(state.value)
     // Polled while the client listens; the database's connection is the caller's.
     const context = yield* Effect.context<Effect.Services<ReturnType<typeof untilEnded>>>()
-    return Stream.unwrap(Effect.map(untilEnded(reply), latestDone)).pipe(Stream.provideContext(context))
+    return Stream.concat(Stream.make<Array<ChatEvent>>(elsewhere), Stream.unwrap(Effect.map(untilEnded(reply), latestDone))).pipe(
+      Stream.provideContext(context)
+    )
   })
 
   return handlers

@@ -81,7 +81,7 @@ const fakeWork = () => {
 
   const work: ConversationWork<never> = {
     begin: (request: ReplyRequest) =>
-      Effect.suspend((): Effect.Effect<(emit: Emit) => Effect.Effect<void, unknown>, ReplyRefused> => {
+      Effect.suspend((): Effect.Effect<(emit: Emit, stop: Deferred.Deferred<void>) => Effect.Effect<void, unknown>, ReplyRefused> => {
         const messages = conversations.get(request.conversationId)
         if (messages === undefined) return Effect.fail(new ConversationNotFound())
         admissions.push(request.start.kind === "chat" ? request.start.content : "continue")
@@ -358,7 +358,11 @@ describe("ConversationActors", () => {
           const actors = yield* makeConversationActors(fake.work)
           return yield* Effect.forEach(operations, (operation, index) => {
             fake.plans.set(`chat ${index}`, { ending: "text", sleep: operation.sleep })
-            const call = operation.kind === "chat"
+            type Answer =
+              | { readonly kind: "chat"; readonly events: Array<ChatEvent> }
+              | { readonly kind: "stop"; readonly stopped: boolean }
+              | { readonly kind: "attach"; readonly events: Array<ChatEvent> | undefined }
+            const call: Effect.Effect<Answer, ReplyRefused> = operation.kind === "chat"
               ? Effect.map(Effect.flatMap(actors.reply(chatIn(C1, `chat ${index}`)), Stream.runCollect), (events) => ({ kind: "chat" as const, events: Array.from(events) }))
               : operation.kind === "stop"
               ? Effect.map(actors.stop(owned), (stopped) => ({ kind: "stop" as const, stopped }))
