@@ -8,3 +8,4 @@ export interface App {
 
 export const appPath = (schema: string) => `/apps/${encodeURIComponent(schema)}`
 export const tablePath = (schema: string, table: string) => `${appPath(schema)}/tables/${encodeURIComponent(table)}`
+export const pagePath = (schema: string, slug: string) => `${appPath(schema)}/pages/${encodeURIComponent(slug)}`

@@ -15,6 +15,7 @@ import type { SqlError } from "effect/sql"
 import { AccessTokens, type Principal } from "../services/AccessTokens.ts"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
+import { validatePageSources } from "../services/PageValidation.ts"
 import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { QUALIFIED_NAME, quoteIdentifier } from "../services/SqlIdentifier.ts"
@@ -91,6 +92,11 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     const params = payload.params ?? []
     if (params.length < statement.parameters) {
       return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
+    }
+    if (statement.pageSources !== undefined) {
+      yield* validatePageSources(guard.check, statement.pageSources, params).pipe(
+        Effect.catchTag("PageRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
+      )
     }
     const context = yield* resolveRequestContext(principal, request)
     return yield* admission.admit(

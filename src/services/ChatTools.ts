@@ -13,6 +13,7 @@ import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { PLAIN_NAME, quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
+import { validatePageSource } from "./PageValidation.ts"
 import { callPipelined, executePipelined, selectPipelined } from "./AsCaller.ts"
 
 /** How a tool call completes: by running, at once with a fixed result, or running unseen (select_data). */
@@ -120,6 +121,13 @@ const guarded = Effect.fnUntraced(function*(guard: SqlGuard["Service"], context:
   return { rowCount: result.rowCount }
 })
 
+/** A page source the model wrote, checked as POST /sql checks one: its problems become the tool's error, to correct. */
+const checkedPage = (guard: SqlGuard["Service"], source: string) =>
+  validatePageSource(guard.check, source).pipe(
+    Effect.as(source),
+    Effect.mapError((refused) => new ToolFailed({ message: `${refused.message}\nSee the page format in the system prompt.` }))
+  )
+
 /** Runs one tool call as `context` (the caller's role, user and app); the result is what the model sees. */
 export const runTool = Effect.fn("ChatTools.run")(function*(
   guard: SqlGuard["Service"],
@@ -143,10 +151,17 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
         yield* required(args, "table_name"),
         JSON.stringify([{ op: "set_display_columns", columns: args["columns"] ?? [] }])
       ])
-    case "propose_create_page":
-      return yield* callSys(context, "sys.create_page($1, $2, $3)", [yield* required(args, "slug"), text(args, "title") ?? "", text(args, "source") ?? ""])
-    case "propose_update_page":
-      return yield* callSys(context, "sys.update_page($1, $2, $3)", [yield* required(args, "slug"), text(args, "title") ?? null, text(args, "source") ?? null])
+    case "propose_create_page": {
+      const slug = yield* required(args, "slug")
+      const source = yield* checkedPage(guard, text(args, "source") ?? "")
+      return yield* callSys(context, "sys.create_page($1, $2, $3)", [slug, text(args, "title") ?? "", source])
+    }
+    case "propose_update_page": {
+      const slug = yield* required(args, "slug")
+      const source = text(args, "source")
+      if (source !== undefined) yield* checkedPage(guard, source)
+      return yield* callSys(context, "sys.update_page($1, $2, $3)", [slug, text(args, "title") ?? null, source ?? null])
+    }
     case "propose_delete_page":
       return yield* callSys(context, "sys.delete_page($1)", [yield* required(args, "slug")])
     case "propose_seed_data": {
@@ -196,6 +211,7 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
       return { rows: all.slice(0, SELECT_DATA_ROW_LIMIT), rowCount: Math.min(all.length, SELECT_DATA_ROW_LIMIT), truncated: all.length > SELECT_DATA_ROW_LIMIT }
     }
     case "preview_page":
+      yield* checkedPage(guard, yield* required(args, "source"))
       return PREVIEW_RESULT
     case "propose_plan":
       return PLAN_RESULT

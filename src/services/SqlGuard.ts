@@ -27,7 +27,19 @@ export interface GuardedStatement {
    * only at the top level, so it cannot be peeked at as a subquery.
    */
   readonly writesInCte: boolean
+  /**
+   * The page sources it passes to sys.create_page / sys.update_page, to be checked against the
+   * page format before it runs (PageValidation.ts); absent when it calls neither.
+   */
+  readonly pageSources?: ReadonlyArray<PageSourceArgument>
 }
+
+/** A page source as written in the statement: a string literal, or the `$n` that binds it. */
+export type PageSourceArgument = { readonly literal: string } | { readonly parameter: number }
+
+/** The page functions whose third argument, `p_source`, is a page in the page format. */
+const PAGE_FUNCTIONS = new Set(["create_page", "update_page"])
+const SOURCE_ARGUMENT = { name: "p_source", position: 2 } as const
 
 export class StatementRefused extends Schema.TaggedError<StatementRefused>()("StatementRefused", {
   message: Schema.String
@@ -94,6 +106,33 @@ interface TreeFacts {
   refusedCte: string | undefined
   /** A CTE is an INSERT, UPDATE or DELETE. */
   writesInCte: boolean
+  /** The page sources given to sys.create_page / sys.update_page; `null` for one given otherwise (an expression). */
+  readonly pageSources: Array<PageSourceArgument | null>
+}
+
+type Node = Record<string, unknown>
+
+/** `'text'`, `$3`, either cast (`$3::text`); NULL (keep the source) is undefined; anything else null. */
+const sourceArgument = (argument: Node | undefined): PageSourceArgument | null | undefined => {
+  if (argument === undefined) return undefined
+  const cast = argument["TypeCast"] as { arg?: Node } | undefined
+  if (cast !== undefined) return sourceArgument(cast.arg ?? {})
+  const param = argument["ParamRef"] as { number?: number } | undefined
+  if (param !== undefined) return { parameter: Number(param.number ?? 0) }
+  const constant = argument["A_Const"] as { isnull?: boolean; sval?: { sval?: string } } | undefined
+  if (constant?.isnull === true) return undefined
+  if (constant?.sval !== undefined) return { literal: constant.sval.sval ?? "" }
+  return null
+}
+
+/** The `p_source` argument of a page function call, by name or by position. */
+const pageSourceOf = (call: { args?: ReadonlyArray<Node> }): PageSourceArgument | null | undefined => {
+  const args = call.args ?? []
+  const named = args.map((arg) => arg["NamedArgExpr"] as { name?: string; arg?: Node } | undefined)
+  const byName = named.find((arg) => arg?.name === SOURCE_ARGUMENT.name)
+  if (byName !== undefined) return sourceArgument(byName.arg)
+  const positional = args[SOURCE_ARGUMENT.position]
+  return positional === undefined || named[SOURCE_ARGUMENT.position] !== undefined ? undefined : sourceArgument(positional)
 }
 
 const DATA_MODIFYING = new Set(["InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"])
@@ -111,13 +150,18 @@ const catalogTarget = (statement: unknown): string | undefined => {
  * few thousand nested terms must not overflow the JavaScript stack.
  */
 const treeFacts = (tree: unknown): TreeFacts => {
-  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false }
+  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false, pageSources: [] }
   const stack: Array<readonly [string, unknown]> = [["", tree]]
   while (stack.length > 0) {
     const [key, node] = stack.pop()!
     if (key === "FuncCall") {
       const parts = (node as { funcname?: ReadonlyArray<{ String?: { sval?: string } }> }).funcname ?? []
-      facts.called.push(parts.map((part) => part.String?.sval ?? ""))
+      const name = parts.map((part) => part.String?.sval ?? "")
+      facts.called.push(name)
+      if (name.length === 2 && name[0] === "sys" && PAGE_FUNCTIONS.has(name[1]!)) {
+        const source = pageSourceOf(node as { args?: ReadonlyArray<Node> })
+        if (source !== undefined) facts.pageSources.push(source)
+      }
     } else if (key === "ParamRef") {
       facts.highestParameter = Math.max(facts.highestParameter, Number((node as { number?: number }).number ?? 0))
       continue
@@ -170,13 +214,22 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
   // `UPDATE pg_settings SET setting = ...` is set_config by another name.
   const catalog = facts.writtenCatalog
   if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
-  return Effect.succeed({
+  // A page source is checked before the statement runs, so it must be one that can be read without running it.
+  if (facts.pageSources.includes(null)) {
+    return Effect.fail(new StatementRefused({
+      message: "pass the page source of sys.create_page / sys.update_page as a string literal or a $n parameter, so it can be checked"
+    }))
+  }
+  const guarded: GuardedStatement = {
     kind,
     returnsRows: kind === "SELECT" || hasReturning(body),
     parameters: facts.highestParameter,
     callsSys: called.some((parts) => parts.length === 2 && parts[0] === "sys"),
     writesInCte: facts.writesInCte
-  })
+  }
+  return Effect.succeed(
+    facts.pageSources.length === 0 ? guarded : { ...guarded, pageSources: facts.pageSources as Array<PageSourceArgument> }
+  )
 }
 
 /** Parse results are reused: clients send the same few statements over and over. */

@@ -1,7 +1,8 @@
 /**
  * The README's pictures of the console, taken from test fixtures: `npm run screenshots` writes
  * docs/screenshots/*.png (skipped in other runs). Fixtures: an owner, an app with two related
- * tables made through /sql with a few rows, an admin and a member, and the audit trail all that left.
+ * tables made through /sql with a few rows, an admin and a member, the audit trail all that left, and
+ * a page with values, a chart and a table.
  */
 import { mkdirSync } from "node:fs"
 import path from "node:path"
@@ -29,10 +30,42 @@ afterAll(async () => {
   await stack?.close()
 })
 
+const fence = "```"
+const DASHBOARD = [
+  "# Sales at a glance",
+  "",
+  "Orders of all [customers](table:customers), paid and open. Figures are live: they come from the orders as you may see them.",
+  "",
+  `${fence}sql totals`,
+  "SELECT coalesce(sum(total), 0) AS revenue, count(*) AS orders FROM orders",
+  fence,
+  "",
+  `${fence}value query=totals column=revenue label="Revenue" format=currency currency=GBP`,
+  fence,
+  "",
+  `${fence}value query=totals column=orders label="Orders"`,
+  fence,
+  "",
+  `${fence}sql by_customer`,
+  "SELECT c.name AS customer, o.status, sum(o.total) AS total FROM orders o JOIN customers c ON c.id = o.customer GROUP BY 1, 2 ORDER BY 1, 2",
+  fence,
+  "",
+  `${fence}chart query=by_customer type=bar x=customer y=total series=status title="Revenue by customer"`,
+  fence,
+  "",
+  `${fence}sql open_orders`,
+  "SELECT customer_display AS customer, total, status FROM orders_v WHERE status = 'open' ORDER BY total DESC",
+  fence,
+  "",
+  `${fence}table query=open_orders title="Open orders"`,
+  fence,
+  ""
+].join("\n")
+
 const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(OUTPUT!, `${name}.png`) })
 
 describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
-  it("takes the sign-in, app, Users, Audit and table screens", async () => {
+  it("takes the sign-in, app, Users, Audit, table and page screens", async () => {
     const owner = await signedIn(stack, "ada@example.com", "owner")
     const sql = async (statement: string, params: ReadonlyArray<unknown>, app = "sales") => {
       const answer = await post(stack.main.url, "/sql", { sql: statement, params }, { token: owner.token, headers: { "x-app-schema": app } })
@@ -79,5 +112,12 @@ describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
     await page.goto(`${stack.main.url}/console/apps/sales/tables/orders`)
     await page.getByRole("table", { name: "Orders" }).getByRole("row").nth(3).waitFor()
     await shoot(page, "table")
+
+    await sql("SELECT sys.create_page($1, $2, $3)", ["dashboard", "Dashboard", DASHBOARD])
+    await page.goto(`${stack.main.url}/console/apps/sales/pages/dashboard`)
+    await page.getByRole("figure", { name: "Revenue by customer" }).getByRole("img").nth(3).waitFor()
+    await page.getByRole("table", { name: "Open orders" }).getByRole("row").nth(1).waitFor()
+    await page.setViewportSize({ width: 1200, height: 1000 })
+    await shoot(page, "page")
   }, 60_000)
 })

@@ -280,3 +280,32 @@ describe("parameters", () => {
     expect(await check(text)).toMatchObject({ parameters })
   })
 })
+
+describe("page sources (checked against the page format before the statement runs: test/pages/PageValidation)", () => {
+  it.each([
+    ["SELECT sys.create_page('a', 't', '# Hi')", [{ literal: "# Hi" }]],
+    ["SELECT sys.create_page($1, $2, $3::text)", [{ parameter: 3 }]],
+    ["SELECT * FROM sys.update_page(p_source => $1, p_slug => 'a', p_title => NULL)", [{ parameter: 1 }]],
+    ["SELECT sys.update_page('a', 'b', 'one'), sys.create_page('c', 'd', $1)", [{ literal: "one" }, { parameter: 1 }]],
+    ["SELECT sys.create_page('a', 't', '')", [{ literal: "" }]]
+  ] as const)("%s passes its sources on", async (text, pageSources) => {
+    expect(await check(text)).toMatchObject({ kind: "SELECT", pageSources })
+  })
+
+  it.each([
+    "SELECT sys.update_page('a', 't', NULL)",
+    "SELECT sys.update_page(p_slug => 'a', p_title => 't')",
+    "SELECT sys.delete_page('a')",
+    "SELECT 1"
+  ])("%s has none", async (text) => {
+    expect((await check(text)).pageSources).toBeUndefined()
+  })
+
+  it.each([
+    "SELECT sys.create_page('a', 't', 'x' || 'y')",
+    "SELECT sys.create_page('a', 't', s) FROM (VALUES ('x')) v(s)",
+    "SELECT sys.update_page(p_slug => 'a', p_source => (SELECT 'x'))"
+  ])("%s is refused: the source must be a literal or a parameter", async (text) => {
+    expect(await refusal(text)).toMatch(/^pass the page source of sys.create_page \/ sys.update_page as a string literal or a \$n parameter/)
+  })
+})

@@ -8,11 +8,13 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { type ConsoleConfig, describe, type Introspection, introspect, SESSION_ENDED, sql } from "../api.ts"
 import { Message, roleLabel } from "../components.tsx"
 import { navigationOf } from "../navigation.ts"
-import { type App, appPath, tablePath } from "../paths.ts"
+import { announcePageChange, pageChangeOf, usePageChanges } from "../pages/pageChanges.ts"
+import { type App, appPath, pagePath, tablePath } from "../paths.ts"
 import { Link, navigate, type Route } from "../router.tsx"
 import { isExpired, type Session, session } from "../session.ts"
 import { Audit } from "./Audit.tsx"
 import { AppHome, NewApp } from "./Apps.tsx"
+import { NewPage, PageEditor, PageScreen } from "./Page.tsx"
 import { Permissions } from "./Permissions.tsx"
 import { Profile } from "./Profile.tsx"
 import { TableScreen } from "./Table.tsx"
@@ -24,6 +26,8 @@ const APP_KEY = "plinth.app"
 type Screen =
   | { readonly kind: "home"; readonly app: string | null }
   | { readonly kind: "table"; readonly app: string; readonly table: string }
+  | { readonly kind: "page" | "edit-page"; readonly app: string; readonly slug: string }
+  | { readonly kind: "new-page"; readonly app: string }
   | { readonly kind: "users" | "permissions" | "audit" | "profile" | "new-app" | "unknown" }
 
 const decode = (part: string) => {
@@ -39,6 +43,9 @@ const screenOf = (path: string): Screen => {
   if (parts.length === 0) return { kind: "home", app: null }
   if (parts[0] === "apps" && parts.length === 2) return { kind: "home", app: parts[1]! }
   if (parts[0] === "apps" && parts.length === 4 && parts[2] === "tables") return { kind: "table", app: parts[1]!, table: parts[3]! }
+  if (parts[0] === "apps" && parts.length === 4 && parts[2] === "pages") return { kind: "page", app: parts[1]!, slug: parts[3]! }
+  if (parts[0] === "apps" && parts.length === 5 && parts[2] === "pages" && parts[4] === "edit") return { kind: "edit-page", app: parts[1]!, slug: parts[3]! }
+  if (parts[0] === "apps" && parts.length === 3 && parts[2] === "new-page") return { kind: "new-page", app: parts[1]! }
   const only = parts.length === 1 ? parts[0] : undefined
   if (only === "users" || only === "permissions" || only === "audit" || only === "profile" || only === "new-app") return { kind: only }
   return { kind: "unknown" }
@@ -53,6 +60,10 @@ const useEvents = (token: string, onResync: () => void) => {
   useEffect(() => {
     const events = new EventSource(`/events?token=${encodeURIComponent(token)}`)
     events.addEventListener("resync", () => resync.current())
+    events.addEventListener("page_change", (event) => {
+      const change = pageChangeOf(event.data)
+      if (change !== null) announcePageChange(change)
+    })
     // A stream refused for good (a 401: the token expired) ends the session; others reconnect by themselves.
     events.onerror = () => {
       if (events.readyState === EventSource.CLOSED && isExpired(token)) session.signOut(SESSION_ENDED)
@@ -68,13 +79,15 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
   const [appsError, setAppsError] = useState<string | null>(null)
   const [schema, setSchema] = useState<Introspection | null>(null)
   const [schemaError, setSchemaError] = useState<string | null>(null)
+  // The app the introspection shown is of (its home pages are that app's).
+  const [schemaApp, setSchemaApp] = useState<string | null>(null)
   const [resyncs, setResyncs] = useState(0)
   const [appsVersion, setAppsVersion] = useState(0)
   // Rows changed on a table screen: its count (introspection's stats) is read again.
   const [rowChanges, setRowChanges] = useState(0)
   useEvents(token, () => setResyncs((count) => count + 1))
 
-  const routeApp = screen.kind === "home" || screen.kind === "table" ? screen.app : null
+  const routeApp = "app" in screen ? screen.app : null
   // The app last chosen in this tab, unless it is gone since.
   const stored = sessionStorage.getItem(APP_KEY)
   const storedApp = stored !== null && (apps === null || stored === "public" || apps.some((known) => known.schema_name === stored)) ? stored : "public"
@@ -82,6 +95,23 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
   useEffect(() => {
     sessionStorage.setItem(APP_KEY, app)
   }, [app])
+
+  // The app's pages, read again when one of them changes.
+  const [pages, setPages] = useState<{ readonly app: string; readonly list: ReadonlyArray<{ readonly slug: string; readonly title: string }> } | null>(null)
+  const [pageChanges, setPageChanges] = useState(0)
+  usePageChanges((change) => {
+    if (change.schema === app) setPageChanges((count) => count + 1)
+  })
+  useEffect(() => {
+    let live = true
+    sql("SELECT slug, title FROM sys.pages_v WHERE schema_name = $1 ORDER BY lower(coalesce(nullif(title, ''), slug)), slug", [app], app).then(
+      (rows) => live && setPages({ app, list: rows as unknown as ReadonlyArray<{ slug: string; title: string }> }),
+      () => live && setPages({ app, list: [] })
+    )
+    return () => {
+      live = false
+    }
+  }, [app, pageChanges, resyncs])
 
   useEffect(() => {
     sql("SELECT schema_name, display_name, description FROM sys.list_apps()").then(
@@ -101,6 +131,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
       (answer) => {
         if (!live) return
         setSchema(answer)
+        setSchemaApp(app)
         setSchemaError(null)
       },
       (error) => live && setSchemaError(describe(error))
@@ -109,6 +140,20 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
       live = false
     }
   }, [app, props.route, resyncs, rowChanges])
+
+  // Entering an app (the first screen, or the switcher) opens its home page for the user's role, if it has one.
+  const entering = useRef<string | null>(null)
+  const lastApp = useRef<string | null>(null)
+  useEffect(() => {
+    entering.current = screen.kind === "home" && lastApp.current !== app ? app : null
+    lastApp.current = app
+  }, [props.route])
+  useEffect(() => {
+    if (entering.current !== app || screen.kind !== "home" || schema === null || schemaApp !== app || pages?.app !== app) return
+    entering.current = null
+    const home = schema.app_metadata.home_page[user.role]
+    if (home !== undefined && pages.list.some((page) => page.slug === home)) navigate(pagePath(app, home), true)
+  }, [props.route, schema, schemaApp, pages])
 
   // A new screen: its heading gets the focus, so that a screen reader starts there.
   useEffect(() => {
@@ -138,6 +183,12 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
           setAppsVersion((version) => version + 1)
           navigate(appPath(created))
         }} /> : <NotAllowed />
+      case "page":
+        return <PageScreen key={`${app}/${screen.slug}`} app={currentApp} slug={screen.slug} params={props.route.query} canEdit={manager} resyncs={resyncs} />
+      case "edit-page":
+        return manager ? <PageEditor key={`${app}/${screen.slug}`} app={currentApp} slug={screen.slug} params={props.route.query} resyncs={resyncs} /> : <NotAllowed />
+      case "new-page":
+        return manager ? <NewPage key={app} app={currentApp} /> : <NotAllowed />
       case "profile":
         return <Profile user={user} config={props.config} />
       case "unknown":
@@ -173,6 +224,23 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
           <ul>
             <li><Link to={appPath(app)} current={screen.kind === "home"}>Overview</Link></li>
           </ul>
+          {pages !== null && pages.app === app && (pages.list.length > 0 || manager)
+            ? (
+              <section aria-label="Pages">
+                <h3>Pages</h3>
+                <ul>
+                  {pages.list.map((page) => (
+                    <li key={page.slug}>
+                      <Link to={pagePath(app, page.slug)} current={(screen.kind === "page" || screen.kind === "edit-page") && screen.slug === page.slug}>
+                        {page.title === "" ? page.slug : page.title}
+                      </Link>
+                    </li>
+                  ))}
+                  {manager ? <li><Link to={`${appPath(app)}/new-page`} current={screen.kind === "new-page"}>New page</Link></li> : null}
+                </ul>
+              </section>
+            )
+            : null}
           {schema === null && schemaError === null ? <p role="status" class="hint">Loading tables…</p> : null}
           {navigation.map((group) => (
             <section key={group.schema} aria-label={group.schema === app ? "Tables" : `Tables of ${group.schema}`}>

@@ -1,0 +1,85 @@
+/**
+ * A page's source checked before it is saved (docs/pages.md): the page format's own rules
+ * (PageFormat.ts), and each query through the SQL guard's own check as one read-only SELECT
+ * whose `$n` are all named by its `params`. A query that fails only when it runs (a column that
+ * no longer exists) is not looked for here: the page shows that error in the block's place.
+ */
+import { Effect, Schema } from "effect"
+import { formatProblems, type PageProblem, parsePage, type QueryBlock } from "./PageFormat.ts"
+import type { PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
+import { toParameter } from "./SqlRunner.ts"
+
+/** The page source breaks the format; `message` names each wrong block and its line. */
+export class PageRefused extends Schema.TaggedError<PageRefused>()("PageRefused", { message: Schema.String }) {}
+
+type Check = SqlGuard["Service"]["check"]
+
+/** The line in the page of a 1-based character offset into a query's SQL; without one, the fence's line. */
+const lineOf = (query: QueryBlock, position: number | null): number =>
+  position === null ? query.line : query.line + 1 + (query.sql.slice(0, Math.max(0, position - 1)).match(/\n/g)?.length ?? 0)
+
+const problemOf = (query: QueryBlock, index: number, line: number, message: string): PageProblem => ({
+  block: "sql",
+  name: query.name,
+  index,
+  line,
+  message: `sql block ${index} (line ${line}, ${query.name}): ${message}.`
+})
+
+/** What is wrong with one query as a page query, or undefined. */
+const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock, index: number) {
+  const verdict = yield* Effect.result(check(query.sql))
+  if (verdict._tag === "Failure") {
+    const error = verdict.failure
+    const line = lineOf(query, error._tag === "SqlParseError" ? error.position : null)
+    return problemOf(query, index, line, error.message)
+  }
+  const statement = verdict.success
+  const at = (message: string) => problemOf(query, index, query.line, message)
+  if (statement.kind !== "SELECT") return at(`a page query must be one SELECT, not ${statement.kind === "DELETE" ? "a" : "an"} ${statement.kind}`)
+  if (statement.writesInCte) return at("a page query only reads: no INSERT, UPDATE or DELETE in its WITH")
+  if (statement.callsSys) return at("a page query only reads: it may not call sys functions")
+  if (statement.parameters > query.params.length) {
+    return at(`it uses $${statement.parameters} but its params option names ${query.params.length} page parameter${query.params.length === 1 ? "" : "s"}; ` +
+      "name the URL parameter bound to each $n in order, e.g. ```sql " + query.name + " params=region,year")
+  }
+  return undefined
+})
+
+/** Refuses a page source that breaks the format, naming every wrong block. */
+export const validatePageSource = Effect.fnUntraced(function*(check: Check, source: string) {
+  const page = parsePage(source)
+  const problems = [...page.problems]
+  let index = 0
+  for (const block of page.blocks) {
+    if (block.kind === "markdown") continue
+    index++
+    if (block.kind !== "query") continue
+    const problem = yield* queryProblem(check, block, index)
+    if (problem !== undefined) problems.push(problem)
+  }
+  if (problems.length > 0) {
+    problems.sort((a, b) => a.line - b.line)
+    return yield* new PageRefused({ message: formatProblems(problems) })
+  }
+})
+
+/**
+ * The page sources a guarded statement passes, checked: a literal as written, a parameter as it
+ * will be bound (null keeps an updated page's source).
+ */
+export const validatePageSources = Effect.fnUntraced(function*(
+  check: Check,
+  sources: ReadonlyArray<PageSourceArgument>,
+  params: ReadonlyArray<unknown>
+) {
+  for (const source of sources) {
+    if ("literal" in source) {
+      yield* validatePageSource(check, source.literal)
+      continue
+    }
+    // The text the database would be given (SqlRunner binds it the same way).
+    const value = toParameter(params[source.parameter - 1])
+    if (value !== null) yield* validatePageSource(check, value)
+  }
+})
