@@ -7,12 +7,14 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ConsoleConfig, describe, type Introspection, introspect, SESSION_ENDED, sql } from "../api.ts"
 import { Message, roleLabel } from "../components.tsx"
+import { useChanges } from "../changes.ts"
 import { navigationOf } from "../navigation.ts"
 import { announcePageChange, pageChangeOf, usePageChanges } from "../pages/pageChanges.ts"
 import { type App, appPath, pagePath, tablePath } from "../paths.ts"
 import { Link, navigate, type Route } from "../router.tsx"
 import { isExpired, type Session, session } from "../session.ts"
 import { Audit } from "./Audit.tsx"
+import { ChatPanel } from "./Chat.tsx"
 import { AppHome, NewApp } from "./Apps.tsx"
 import { NewPage, PageEditor, PageScreen } from "./Page.tsx"
 import { Permissions } from "./Permissions.tsx"
@@ -22,6 +24,7 @@ import { Users } from "./Users.tsx"
 
 const PUBLIC_APP: App = { schema_name: "public", display_name: "Public", description: "Tables outside any app." }
 const APP_KEY = "plinth.app"
+const CHAT_OPEN_KEY = "plinth.chat.open"
 
 type Screen =
   | { readonly kind: "home"; readonly app: string | null }
@@ -86,6 +89,17 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
   // Rows changed on a table screen: its count (introspection's stats) is read again.
   const [rowChanges, setRowChanges] = useState(0)
   useEvents(token, () => setResyncs((count) => count + 1))
+  // A change the chat made (a table, rows, a page): introspection and the pages are read again, and the open screen redrawn.
+  const [changes, setChanges] = useState(0)
+  useChanges(() => {
+    setResyncs((count) => count + 1)
+    setChanges((count) => count + 1)
+  })
+  const [chatOpen, setChatOpen] = useState(() => sessionStorage.getItem(CHAT_OPEN_KEY) === "true")
+  const toggleChat = () => {
+    sessionStorage.setItem(CHAT_OPEN_KEY, String(!chatOpen))
+    setChatOpen(!chatOpen)
+  }
 
   const routeApp = "app" in screen ? screen.app : null
   // The app last chosen in this tab, unless it is gone since.
@@ -214,6 +228,9 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
         <p class="who">
           <span>{user.display_name === "" ? user.email : user.display_name}</span> <span class="role">({roleLabel(user.role)})</span>
         </p>
+        {manager
+          ? <button type="button" class="secondary" aria-expanded={chatOpen} aria-controls="chat-panel" onClick={toggleChat}>Chat</button>
+          : null}
         <Link to="/profile" current={path === "/profile"}>Profile</Link>
         <button type="button" class="secondary" onClick={() => session.signOut()}>Sign out</button>
       </header>
@@ -268,7 +285,8 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
             )
             : null}
         </nav>
-        {content}
+        <div class="screen" key={changes}>{content}</div>
+        {manager && chatOpen ? <div id="chat-panel" class="chat-panel"><ChatPanel app={app} /></div> : null}
       </div>
     </div>
   )

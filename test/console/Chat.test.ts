@@ -1,0 +1,200 @@
+/**
+ * The console's chat (issue #26) in a real browser, the model replaced by the fake Anthropic
+ * server: a reply streams (its text shows before it ends), a reload mid-reply attaches to it again
+ * from its first token, Stop ends it on the server (the fake's request is cut) and keeps its text,
+ * tool calls show as cards with a summary and their result (and the navigation refreshes at
+ * once), a plan as a checklist and a page preview rendered, an error leaves the conversation
+ * usable, Continue resumes a reply cut by the step bound; no axe-core violation. The tool cards'
+ * words are checked on their own too.
+ */
+import AxeBuilder from "@axe-core/playwright"
+import type { Browser, Page } from "playwright-core"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { changesApp, describeCall, describeResult } from "../../console/src/chat/tools.ts"
+import { hangAfter, scriptedTurns, text, toolUse, type Turns } from "../chat/helpers.ts"
+import { type SignIn, signedIn } from "../support/auth.ts"
+import { launchBrowser } from "../support/browser.ts"
+import { ensureConsoleBuilt } from "../support/build.ts"
+import { type ChatStack, startChatStack } from "../support/chat.ts"
+import { consoleTabs } from "../support/consoleTabs.ts"
+import { eventually } from "../support/eventually.ts"
+import { type RunningService, startService } from "../support/services.ts"
+
+const MAX_STEPS = 2
+
+let stack: ChatStack
+/** The main service whose console's config.json names this chat service (CHAT_URL). */
+let consoleService: RunningService
+let browser: Browser
+let owner: SignIn
+let member: SignIn
+let turns: Turns
+
+beforeAll(async () => {
+  await ensureConsoleBuilt()
+  stack = await startChatStack({ CORS_ORIGINS: "*", CHAT_MAX_STEPS: String(MAX_STEPS) })
+  consoleService = await startService("main", stack.db.mainUrl, { ...stack.env, CHAT_URL: stack.chat.url })
+  turns = scriptedTurns(stack.model)
+  owner = await signedIn(stack, "chat-owner@plinth.test", "owner")
+  member = await signedIn(stack, "chat-member@plinth.test", "member")
+  browser = await launchBrowser()
+}, 120_000)
+afterAll(async () => {
+  await browser?.close()
+  await consoleService?.close()
+  await stack?.close()
+})
+
+const { openAs, recycle } = consoleTabs(() => browser, () => `${consoleService.url}/console`)
+afterEach(async () => {
+  turns.reset()
+  await recycle()
+})
+
+const expectNoAxeViolations = async (page: Page, screen: string) => {
+  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa"]).analyze()
+  const found = results.violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`)
+  expect(found, screen).toEqual([])
+}
+
+/** The owner's console with the chat open, on a new conversation. */
+const chatTab = async (who: SignIn = owner) => {
+  const page = await openAs(who, "/")
+  await page.getByRole("button", { name: "Chat" }).click()
+  const chat = page.getByRole("complementary", { name: "Chat" })
+  await chat.getByRole("button", { name: "New conversation" }).click()
+  await chat.getByRole("heading", { name: "Untitled conversation" }).waitFor()
+  return { page, chat }
+}
+
+const send = async (chat: ReturnType<Page["getByRole"]>, content: string) => {
+  await chat.getByLabel("Message", { exact: true }).fill(content)
+  await chat.getByRole("button", { name: "Send" }).click()
+}
+
+const messagesOf = (chat: ReturnType<Page["getByRole"]>) => chat.getByRole("list", { name: "Messages" })
+
+describe("the chat in the console", () => {
+  it("streams a reply (its text shows before it ends); Stop ends it on the server and keeps its text; the conversation goes on", async () => {
+    const { chat } = await chatTab()
+    const abortedBefore = stack.model.aborted()
+    turns.push(hangAfter("Let me think about customers and orders. "))
+    await send(chat, "Make me a CRM")
+    // The text is there while the reply still runs (the model has not finished it).
+    await messagesOf(chat).getByText("Let me think about customers and orders.").waitFor()
+    await chat.getByRole("button", { name: "Stop" }).waitFor()
+    // Named after the first message at once.
+    await chat.getByRole("heading", { name: "Make me a CRM" }).waitFor()
+
+    await chat.getByRole("button", { name: "Stop" }).click()
+    await chat.getByRole("status").filter({ hasText: "The reply was stopped." }).waitFor()
+    expect(await eventually(async () => stack.model.aborted() > abortedBefore)).toBe(true)
+    expect(await messagesOf(chat).getByText("Let me think about customers and orders.").count()).toBe(1)
+    expect(await chat.getByRole("button", { name: "Stop" }).count()).toBe(0)
+
+    turns.push(text("A short answer then."))
+    await send(chat, "Just say something")
+    await messagesOf(chat).getByText("A short answer then.").waitFor()
+    await chat.getByRole("button", { name: "Send" }).and(chat.locator(":disabled")).waitFor()
+    await chat.getByRole("listitem").filter({ hasText: "Just say something" }).waitFor()
+  })
+
+  it("a reload mid-reply attaches to the running reply and shows its text from the start; no second reply starts", async () => {
+    const { page, chat } = await chatTab()
+    turns.push(hangAfter("The first words of a long answer. "))
+    await send(chat, "Tell me everything")
+    await messagesOf(chat).getByText("The first words of a long answer.").waitFor()
+    const repliesBefore = stack.model.requests.filter((request) => request.body.stream === true).length
+
+    await page.reload()
+    const again = page.getByRole("complementary", { name: "Chat" })
+    await messagesOf(again).getByText("The first words of a long answer.").waitFor()
+    await messagesOf(again).getByText("Tell me everything").waitFor()
+    await again.getByRole("button", { name: "Stop" }).waitFor()
+    expect(stack.model.requests.filter((request) => request.body.stream === true).length).toBe(repliesBefore)
+
+    await again.getByRole("button", { name: "Stop" }).click()
+    await again.getByRole("status").filter({ hasText: "The reply was stopped." }).waitFor()
+    expect(await messagesOf(again).getByText("The first words of a long answer.").count()).toBe(1)
+  })
+
+  it("shows each tool call as a card with a summary and its result; the navigation shows a new table at once; a plan as a checklist; a page preview rendered", async () => {
+    const { page, chat } = await chatTab()
+    turns.push(
+      toolUse("toolu_plan", "propose_plan", { title: "The CRM", steps: ["Create customers", "Add sample data"] }, "Here is the plan."),
+      toolUse("toolu_customers", "propose_create_table", { table_name: "customers", columns: [{ name: "name", type: "text" }, { name: "email", type: "email" }] }),
+      toolUse("toolu_seed", "propose_seed_data", { table_name: "customers", rows: [{ name: "Ada", email: "ada@example.com" }, { name: "Bob", email: "bob@example.com" }] }),
+      toolUse("toolu_preview", "preview_page", { title: "Customers", source: "# Customer list\n\nEveryone we know.\n" }),
+      text("All set.")
+    )
+    await send(chat, "Plan a CRM")
+    // The plan: a checklist of its steps.
+    const plan = chat.getByRole("article", { name: /^Plan: / })
+    await plan.getByRole("checkbox", { name: "Create customers" }).waitFor()
+    await plan.getByRole("checkbox", { name: "Add sample data" }).check()
+    // The step bound (2) ends the reply after the table: Continue resumes it.
+    const table = chat.getByRole("article", { name: "Create table: Table customers: name text, email email" })
+    await table.getByText("created table customers").waitFor()
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Customers" }).waitFor()
+    await chat.getByRole("button", { name: "Continue" }).click()
+    await chat.getByRole("article", { name: "Seed data: 2 rows into customers" }).getByText("inserted 2 rows").waitFor()
+    await chat.getByRole("button", { name: "Continue" }).click()
+    const preview = chat.getByRole("article", { name: "Preview page: Preview of Customers" })
+    await preview.getByRole("region", { name: "Page preview" }).getByRole("heading", { name: "Customer list" }).waitFor()
+    await messagesOf(chat).getByText("All set.").waitFor()
+    await expectNoAxeViolations(page, "the chat with tool cards")
+  })
+
+  it("an error is shown and leaves the conversation usable", async () => {
+    const { chat } = await chatTab()
+    turns.push({ kind: "http_error", status: 400, message: "prompt is too long" })
+    await send(chat, "A question that fails")
+    await chat.getByRole("alert").filter({ hasText: "prompt is too long" }).waitFor()
+    turns.push(text("Working again."))
+    await send(chat, "Try again")
+    await messagesOf(chat).getByText("Working again.").waitFor()
+  })
+
+  it("lists conversations newest first, opens and deletes them", async () => {
+    const { chat } = await chatTab()
+    turns.push(text("First reply."))
+    await send(chat, "First conversation")
+    await messagesOf(chat).getByText("First reply.").waitFor()
+    await chat.getByRole("button", { name: "New conversation" }).click()
+    turns.push(text("Second reply."))
+    await send(chat, "Second conversation")
+    await messagesOf(chat).getByText("Second reply.").waitFor()
+    const list = chat.getByRole("region", { name: "Conversations" })
+    // The newest first (the one open now); the fake model titles every conversation "ok" once its first reply ends.
+    expect(await eventually(async () => (await list.getByRole("button", { name: /^Delete / }).count()) >= 2)).toBe(true)
+    const newest = list.getByRole("listitem").first().getByRole("button").first()
+    expect(await newest.getAttribute("aria-current")).toBe("true")
+    expect(await eventually(async () => (await newest.textContent()) === "ok")).toBe(true)
+    await list.getByRole("listitem").nth(1).getByRole("button").first().click()
+    await messagesOf(chat).getByText("First reply.").waitFor()
+    const before = await list.getByRole("listitem").count()
+    await list.getByRole("listitem").first().getByRole("button", { name: /^Delete / }).click()
+    await eventually(async () => (await list.getByRole("listitem").count()) === before - 1)
+  })
+
+  it("is for owners and admins only", async () => {
+    const page = await openAs(member, "/")
+    await page.getByRole("button", { name: "Sign out" }).waitFor()
+    expect(await page.getByRole("button", { name: "Chat" }).count()).toBe(0)
+  })
+})
+
+describe("tool calls in words", () => {
+  it("summarise arguments and results, with or without the propose_ prefix", () => {
+    expect(describeCall("propose_create_table", { table_name: "orders", columns: [{ name: "total", type: "currency" }] })).toBe("Table orders: total currency")
+    expect(describeResult("create_table", { table_name: "orders" }, { result: {} })).toBe("created table orders")
+    expect(describeResult("propose_seed_data", { table_name: "orders", rows: [{}, {}] }, { result: { rowCount: 12 } })).toBe("inserted 12 rows")
+    expect(describeResult("propose_update_page", { slug: "orders" }, { result: {} })).toBe("page orders updated")
+    expect(describeResult("propose_create_page", { slug: "orders" }, { error: "block 2 (chart): unknown query" })).toBe("Failed: block 2 (chart): unknown query")
+    expect(describeCall("propose_delete_rows", { table_name: "orders", where: "total < 0" })).toBe("orders where total < 0")
+    expect(changesApp("propose_create_table")).toBe(true)
+    expect(changesApp("create_page")).toBe(true)
+    expect(changesApp("propose_plan")).toBe(false)
+    expect(changesApp("preview_page")).toBe(false)
+  })
+})
