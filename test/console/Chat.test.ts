@@ -12,7 +12,7 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { changesApp, describeCall, describeResult } from "../../console/src/chat/tools.ts"
 import { hangAfter, scriptedTurns, text, toolUse, type Turns } from "../chat/helpers.ts"
-import { type SignIn, signedIn } from "../support/auth.ts"
+import { post, type SignIn, signedIn } from "../support/auth.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
 import { type ChatStack, startChatStack } from "../support/chat.ts"
@@ -20,7 +20,35 @@ import { consoleTabs } from "../support/consoleTabs.ts"
 import { eventually } from "../support/eventually.ts"
 import { type RunningService, startService } from "../support/services.ts"
 
-const MAX_STEPS = 2
+const MAX_STEPS = 3
+
+const fence = "```"
+/** The dashboard the scripted model writes: a value, a bar chart and a table (docs/pages.md). */
+const CRM_DASHBOARD = [
+  "# Sales",
+  "",
+  `${fence}sql totals`,
+  "SELECT coalesce(sum(total), 0) AS revenue FROM orders",
+  fence,
+  "",
+  `${fence}value query=totals column=revenue label="Revenue" format=currency currency=USD`,
+  fence,
+  "",
+  `${fence}sql by_status`,
+  "SELECT status, count(*) AS count FROM orders GROUP BY status ORDER BY status",
+  fence,
+  "",
+  `${fence}chart query=by_status type=bar x=status y=count title="Orders by status"`,
+  fence,
+  "",
+  `${fence}sql all_orders`,
+  "SELECT customer, status, total FROM orders ORDER BY customer, total",
+  fence,
+  "",
+  `${fence}table query=all_orders title="All orders"`,
+  fence,
+  ""
+].join("\n")
 
 let stack: ChatStack
 /** The main service whose console's config.json names this chat service (CHAT_URL). */
@@ -113,8 +141,19 @@ describe("the chat in the console", () => {
     await again.getByRole("button", { name: "Stop" }).waitFor()
     expect(stack.model.requests.filter((request) => request.body.stream === true).length).toBe(repliesBefore)
 
+    // A second tab of the same person, opening the conversation from the list, attaches too.
+    const second = await openAs(owner, "/")
+    await second.getByRole("button", { name: "Chat" }).click()
+    const other = second.getByRole("complementary", { name: "Chat" })
+    await other.getByRole("region", { name: "Conversations" }).getByRole("button", { name: "Tell me everything", exact: true }).click()
+    await messagesOf(other).getByText("The first words of a long answer.").waitFor()
+    await other.getByRole("button", { name: "Stop" }).waitFor()
+    expect(stack.model.requests.filter((request) => request.body.stream === true).length).toBe(repliesBefore)
+
     await again.getByRole("button", { name: "Stop" }).click()
     await again.getByRole("status").filter({ hasText: "The reply was stopped." }).waitFor()
+    // The other tab sees the reply end too.
+    await other.getByRole("status").filter({ hasText: "The reply was stopped." }).waitFor()
     expect(await messagesOf(again).getByText("The first words of a long answer.").count()).toBe(1)
   })
 
@@ -132,12 +171,12 @@ describe("the chat in the console", () => {
     const plan = chat.getByRole("article", { name: /^Plan: / })
     await plan.getByRole("checkbox", { name: "Create customers" }).waitFor()
     await plan.getByRole("checkbox", { name: "Add sample data" }).check()
-    // The step bound (2) ends the reply after the table: Continue resumes it.
     const table = chat.getByRole("article", { name: "Create table: Table customers: name text, email email" })
     await table.getByText("created table customers").waitFor()
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Customers" }).waitFor()
-    await chat.getByRole("button", { name: "Continue" }).click()
     await chat.getByRole("article", { name: "Seed data: 2 rows into customers" }).getByText("inserted 2 rows").waitFor()
+    // The step bound (3) ends the reply after the rows: Continue resumes it.
+    await chat.getByRole("alert").filter({ hasText: "continue resumes it" }).waitFor()
     await chat.getByRole("button", { name: "Continue" }).click()
     const preview = chat.getByRole("article", { name: "Preview page: Preview of Customers" })
     await preview.getByRole("region", { name: "Page preview" }).getByRole("heading", { name: "Customer list" }).waitFor()
@@ -175,6 +214,82 @@ describe("the chat in the console", () => {
     const before = await list.getByRole("listitem").count()
     await list.getByRole("listitem").first().getByRole("button", { name: /^Delete / }).click()
     await eventually(async () => (await list.getByRole("listitem").count()) === before - 1)
+  })
+
+  it("acceptance: a scripted CRM conversation makes two tables, their rows and a dashboard; the navigation shows them; the page renders, for a member over their own rows", async () => {
+    const sqlAs = async (who: SignIn, statement: string, params: ReadonlyArray<unknown> = []) => {
+      const answer = await post<{ rows: Array<Record<string, unknown>> }>(stack.main.url, "/sql", { sql: statement, params }, {
+        token: who.token,
+        headers: { "x-app-schema": "crm" }
+      })
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+      return answer.body.rows
+    }
+    await post(stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["crm", "CRM", "Customers and orders"] }, { token: owner.token })
+    const page = await openAs(owner, "/apps/crm")
+    await page.getByRole("button", { name: "Chat" }).click()
+    const chat = page.getByRole("complementary", { name: "Chat" })
+    await chat.getByRole("button", { name: "New conversation" }).click()
+    await chat.getByRole("heading", { name: "Untitled conversation" }).waitFor()
+
+    turns.push(
+      {
+        kind: "reply",
+        blocks: [
+          { type: "text", text: "I will make the tables and some sample data." },
+          { type: "tool_use", id: "toolu_customers", name: "propose_create_table", input: { table_name: "customers", columns: [{ name: "name", type: "text" }, { name: "city", type: "text" }] } },
+          {
+            type: "tool_use",
+            id: "toolu_orders",
+            name: "propose_create_table",
+            input: { table_name: "orders", columns: [{ name: "customer", type: "text" }, { name: "status", type: "text" }, { name: "total", type: "currency" }] }
+          },
+          { type: "tool_use", id: "toolu_seed_customers", name: "propose_seed_data", input: { table_name: "customers", rows: [{ name: "Ada", city: "London" }, { name: "Grace", city: "New York" }] } },
+          {
+            type: "tool_use",
+            id: "toolu_seed_orders",
+            name: "propose_seed_data",
+            input: {
+              table_name: "orders",
+              rows: [{ customer: "Ada", status: "open", total: 100 }, { customer: "Grace", status: "open", total: 250.5 }, { customer: "Ada", status: "shipped", total: 49.5 }]
+            }
+          }
+        ]
+      },
+      toolUse("toolu_page", "propose_create_page", { slug: "dashboard", title: "Sales dashboard", source: CRM_DASHBOARD }, "Now the dashboard."),
+      text("Your CRM is ready.")
+    )
+    await send(chat, "Make me a CRM with customers and orders, some sample data, and a dashboard page")
+    await chat.getByRole("article", { name: "Create table: Table customers: name text, city text" }).getByText("created table customers").waitFor()
+    await chat.getByRole("article", { name: "Create table: Table orders: customer text, status text, total currency" }).getByText("created table orders").waitFor()
+    await chat.getByRole("article", { name: "Seed data: 2 rows into customers" }).getByText("inserted 2 rows").waitFor()
+    await chat.getByRole("article", { name: "Seed data: 3 rows into orders" }).getByText("inserted 3 rows").waitFor()
+    await chat.getByRole("article", { name: "Create page: Page dashboard (Sales dashboard)" }).getByText("page dashboard created").waitFor()
+    await messagesOf(chat).getByText("Your CRM is ready.").waitFor()
+
+    const navigation = page.getByRole("navigation", { name: "Main" })
+    const tables = navigation.getByRole("region", { name: "Tables", exact: true })
+    await tables.getByRole("link", { name: "Customers" }).waitFor()
+    await tables.getByRole("link", { name: "Orders" }).waitFor()
+    await navigation.getByRole("region", { name: "Pages" }).getByRole("link", { name: "Sales dashboard" }).click()
+    await page.getByRole("heading", { level: 1, name: "Sales dashboard" }).waitFor()
+    await page.getByRole("figure", { name: "Revenue" }).getByText("$400.00").waitFor()
+    const chart = page.getByRole("figure", { name: "Orders by status" })
+    for (const bar of ["open: 2", "shipped: 1"]) await chart.getByRole("img", { name: bar, exact: true }).waitFor()
+    expect(await page.getByRole("table", { name: "All orders" }).getByRole("row").allTextContents()).toEqual([
+      "CustomerStatusTotal",
+      "Adashipped49.50",
+      "Adaopen100.00",
+      "Graceopen250.50"
+    ])
+
+    // A member sees the page computed over their own rows only.
+    const crmMember = await signedIn(stack, "crm-member@plinth.test", "member")
+    await sqlAs(crmMember, "INSERT INTO orders (customer, status, total) VALUES ('Mia', 'cancelled', 7)")
+    const theirs = await openAs(crmMember, "/apps/crm/pages/dashboard")
+    await theirs.getByRole("figure", { name: "Revenue" }).getByText("$7.00").waitFor()
+    await theirs.getByRole("figure", { name: "Orders by status" }).getByRole("img", { name: "cancelled: 1", exact: true }).waitFor()
+    expect(await theirs.getByRole("table", { name: "All orders" }).getByRole("row").allTextContents()).toEqual(["CustomerStatusTotal", "Miacancelled7.00"])
   })
 
   it("is for owners and admins only", async () => {
