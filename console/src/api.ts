@@ -77,7 +77,7 @@ export type Conversation = Awaited<ReturnType<typeof getConversation>>
 export type ChatMessage = Conversation["messages"][number]
 
 /** A new conversation, untitled: its first message names it. */
-export const createConversation = () => call((client) => client.run((c) => c.chatApi.conversations.create({ payload: {} })))
+export const createConversation = () => call((client) => client.run((c) => c.chatApi.conversations.create({ payload: { title: "" } })))
 
 export const deleteConversation = (id: string) => call((client) => client.run((c) => c.chatApi.conversations.delete({ params: { id } })))
 

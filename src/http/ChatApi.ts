@@ -28,13 +28,13 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     description: "Newest first."
   })))
   .add(HttpApiEndpoint.post("create", "/conversations", {
-    // Without a title (or a blank one), the first message names it.
-    payload: Schema.Struct({ title: Schema.optionalKey(Schema.String.pipe(Schema.check(Schema.isMaxLength(200)))) }),
+    // A blank title: the first message names the conversation.
+    payload: Schema.Struct({ title: Schema.String.pipe(Schema.check(Schema.isMaxLength(200))) }),
     success: Conversation.pipe(HttpApiSchema.status(201)),
     error: errors
   }).annotateMerge(documented({
     summary: "Start a conversation",
-    description: "Without `title` (or with a blank one), the conversation is named after its first message (its first line, at most 60 " +
+    description: "With a blank `title`, the conversation is named after its first message (its first line, at most 60 " +
       "characters), and then by the model's title for it once the first reply ends."
   })))
   .add(HttpApiEndpoint.get("get", "/conversations/:id", {

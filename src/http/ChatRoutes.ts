@@ -115,7 +115,7 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
     .handle("create", ({ payload }) =>
       Effect.gen(function*() {
         const principal = yield* manager
-        return yield* Conversations.createConversation(principal.userId, payload.title ?? "").pipe(
+        return yield* Conversations.createConversation(principal.userId, payload.title).pipe(
           // A valid token of a user who is gone (deleted after it was issued).
           Effect.catchIf(
             (error) => sqlState(error) === "23503",

@@ -173,8 +173,8 @@ describe("GET /conversations/:id/stream", () => {
 })
 
 describe("a conversation's title", () => {
-  it("without one, is the first message's first line (bounded) as soon as the reply starts; the model's replaces it when the reply ends", async () => {
-    const created = await postSse(stack.chat.url, "/conversations", {}, { token: owner.token })
+  it("blank, is the first message's first line (bounded) as soon as the reply starts; the model's replaces it when the reply ends", async () => {
+    const created = await postSse(stack.chat.url, "/conversations", { title: "" }, { token: owner.token })
     expect(created.status).toBe(201)
     const id = (created.body as { id: string; title: string }).id
     expect((created.body as { title: string }).title).toBe("")

@@ -162,7 +162,7 @@ describe("the Effect client", () => {
 
   it("stop and stream: a reply attached from its first event, stopped on the server with its text kept; Conflict when none runs", async () => {
     const owner = await signedInAs("owner")
-    const conversation = await run(owner.chatApi.conversations.create({ payload: {} }))
+    const conversation = await run(owner.chatApi.conversations.create({ payload: { title: "" } }))
     const stopIdle = await run(Effect.flip(owner.stop(conversation.id)))
     expect(stopIdle).toBeInstanceOf(Conflict)
     turns.push(hangAfter("So far, so good."))
