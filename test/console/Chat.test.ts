@@ -10,6 +10,7 @@
 import AxeBuilder from "@axe-core/playwright"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { applyEvent, beforeRunningReply, canContinue, emptyReply, entriesOf } from "../../console/src/chat/reply.ts"
 import { changesApp, describeCall, describeResult } from "../../console/src/chat/tools.ts"
 import { hangAfter, scriptedTurns, text, toolUse, type Turns } from "../chat/helpers.ts"
 import { post, type SignIn, signedIn } from "../support/auth.ts"
@@ -311,5 +312,46 @@ describe("tool calls in words", () => {
     expect(changesApp("create_page")).toBe(true)
     expect(changesApp("propose_plan")).toBe(false)
     expect(changesApp("preview_page")).toBe(false)
+  })
+})
+
+describe("a reply as the chat shows it", () => {
+  const call = { id: "toolu_1", name: "propose_create_table", args: { table_name: "t" } }
+  const message = (id: string, role: "user" | "assistant", content: Record<string, unknown>, status = "complete", error: string | null = null) =>
+    ({ id, role, content, status, created_at: "", error }) as unknown as Parameters<typeof entriesOf>[0][number]
+
+  it("folds tokens into one text, completes a tool card with its result, keeps the status transient, and ends on done, a stop or an error", () => {
+    let reply = emptyReply()
+    reply = applyEvent(reply, { event: "token", data: { text: "Hel" } })
+    reply = applyEvent(reply, { event: "token", data: { text: "lo" } })
+    reply = applyEvent(reply, { event: "status", data: { text: "Looking at the data…" } })
+    expect(reply.status).toBe("Looking at the data…")
+    reply = applyEvent(reply, { event: "status", data: { text: "" } })
+    expect(reply.status).toBe("")
+    reply = applyEvent(reply, { event: "tool_call", data: call })
+    reply = applyEvent(reply, {
+      event: "done",
+      data: { message: { id: "m1", role: "assistant", content: { type: "tool_call", tool_calls: [call] }, status: "complete" }, streaming_continues: true, tool_result: { result: {} } }
+    })
+    expect(reply.completed).toEqual([call])
+    expect(reply.ended).toBe(false)
+    expect(reply.entries.map((entry) => (entry.kind === "text" ? entry.text : entry.result))).toEqual(["Hello", { result: {} }])
+    const stopped = applyEvent(reply, { event: "done", data: { message: { id: "m2", role: "assistant", content: { type: "text", text: "" }, status: "complete" }, stopped: true } })
+    expect([stopped.ended, stopped.stopped, stopped.completed]).toEqual([true, true, []])
+    const failed = applyEvent(reply, { event: "error", data: { error: "the model failed" } })
+    expect([failed.ended, failed.error]).toEqual([true, "the model failed"])
+  })
+
+  it("reads stored messages: Continue after a tool call, the running reply's messages left to its stream", () => {
+    const messages = [
+      message("u1", "user", { type: "text", text: "Build it" }),
+      message("a1", "assistant", { type: "tool_call", tool_calls: [call], text: "On it.", tool_result: { result: {} } }),
+      message("a2", "assistant", { type: "text", text: "" }, "pending")
+    ]
+    expect(entriesOf(messages).map((entry) => entry.kind)).toEqual(["text", "text", "tool"])
+    expect(beforeRunningReply(messages).map((m) => m.id)).toEqual(["u1"])
+    expect(canContinue(messages)).toBe(false)
+    expect(canContinue(messages.slice(0, 2))).toBe(true)
+    expect(canContinue(messages.slice(0, 1))).toBe(false)
   })
 })

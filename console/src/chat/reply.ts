@@ -2,8 +2,16 @@
  * A conversation as the chat shows it: entries (a text, a tool call with its result) from the
  * stored messages, and the running reply's events folded into entries as they arrive.
  */
-import type { ChatEvent } from "plinth/client"
-import type { ChatMessage } from "../api.ts"
+import type { ChatEvent, MessageContent } from "../../../src/http/ChatEvents.ts"
+
+/** A stored message as GET /conversations/:id gives it. */
+export interface ChatMessage {
+  readonly id: string
+  readonly role: "user" | "assistant"
+  readonly content: typeof MessageContent.Type
+  readonly status: string
+  readonly error: string | null
+}
 
 export interface ToolCallShown {
   readonly id: string
@@ -49,7 +57,7 @@ export const canContinue = (messages: ReadonlyArray<ChatMessage>) => {
 export const isRunning = (messages: ReadonlyArray<ChatMessage>) => messages.some((message) => message.status === "pending")
 
 /** The messages from before the running reply: up to the latest user message (the reply's are given again by the stream). */
-export const beforeRunningReply = (messages: ReadonlyArray<ChatMessage>) => {
+export const beforeRunningReply = <Stored extends ChatMessage>(messages: ReadonlyArray<Stored>): Array<Stored> => {
   let end = messages.length
   while (end > 0 && messages[end - 1]!.role === "assistant") end--
   return messages.slice(0, end)

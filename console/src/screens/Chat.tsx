@@ -8,7 +8,6 @@
 import type { ChatEvent } from "plinth/client"
 import { useEffect, useRef, useState } from "preact/hooks"
 import {
-  type ChatMessage,
   type Conversation,
   type ConversationSummary,
   createConversation,
@@ -20,7 +19,7 @@ import {
   stopReply
 } from "../api.ts"
 import { announceChange } from "../changes.ts"
-import { applyEvent, beforeRunningReply, canContinue, emptyReply, type Entry, entriesOf, isRunning, type LiveReply } from "../chat/reply.ts"
+import { applyEvent, beforeRunningReply, canContinue, type ChatMessage, emptyReply, type Entry, entriesOf, isRunning, type LiveReply } from "../chat/reply.ts"
 import { changesApp, describeCall, describeResult, toolLabel } from "../chat/tools.ts"
 import { Message } from "../components.tsx"
 import { PageView } from "../pages/PageView.tsx"
