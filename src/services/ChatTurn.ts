@@ -8,6 +8,7 @@
  */
 import { Deferred, Effect, Fiber, Option, Stream } from "effect"
 import type { SqlError } from "effect/sql"
+import { BUILDER_GUIDE } from "./BuilderGuide.ts"
 import { TOOLS, runTool, toolMode, type ToolFailed } from "./ChatTools.ts"
 import {
   addMessage,
@@ -109,6 +110,8 @@ const systemPrompt = (context: RequestContext, schema: Option.Option<{ readonly 
     "tables (with the column types text, integer, bigint, numeric, currency, boolean, date, timestamp, uuid, json, email, url, choice, reference),",
     "views, sample data and custom pages. Use the tools to make changes; they run at once with the user's rights,",
     "and their results come back to you. Use select_data to look at data before changing it. Answer in plain text when done.",
+    "",
+    BUILDER_GUIDE,
     "",
     `The user's role: ${context.role}. App schema: ${context.app?.schemaName ?? "public"}.`,
     "Current schema:",

@@ -20,6 +20,7 @@
  * [columns=a,b] [page_size=25] [title=…] ````; ```` ```chart query=q type=bar|line|area|pie x=c
  * y=c1,c2 [series=c] [title=…] ````; ```` ```value query=q [column=c] [label=…]
  * [format=number|currency|percent] [currency=EUR] ````. Values may be quoted ("…", with \" and \\).
+ * `format=percent` shows a fraction (0.25 → 25 %); bigint and numeric values arrive as strings.
  */
 import type { Code, Definition, Nodes, Root, RootContent } from "mdast"
 import { fromMarkdown } from "mdast-util-from-markdown"
