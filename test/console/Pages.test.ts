@@ -37,6 +37,13 @@ const DASHBOARD = [
   "",
   "<b>not bold</b>",
   "",
+  "> A quote with `some code` and **strong** words.",
+  "",
+  "- first item",
+  "- [a site](https://example.com/)",
+  "",
+  "---",
+  "",
   `${fence}sql totals`,
   "SELECT count(*) AS orders, coalesce(sum(total), 0) AS revenue FROM orders",
   fence,
@@ -174,7 +181,16 @@ describe("pages in the console", () => {
     // Markdown as elements; raw HTML as its text.
     await page.getByRole("heading", { level: 2, name: "Orders" }).waitFor()
     await page.getByText("<b>not bold</b>").waitFor()
-    expect(await page.getByRole("main").locator("b").count()).toBe(0)
+    const main = page.getByRole("main")
+    expect(await main.locator("b").count()).toBe(0)
+    expect(await main.getByRole("blockquote").textContent()).toBe("A quote with some code and strong words.")
+    expect(await main.getByRole("blockquote").getByRole("code").textContent()).toBe("some code")
+    expect(await main.getByRole("blockquote").getByRole("strong").textContent()).toBe("strong")
+    expect(await main.getByRole("emphasis").textContent()).toBe("orders")
+    expect(await main.getByRole("list").first().getByRole("listitem").allTextContents()).toEqual(["first item", "a site"])
+    expect(await main.getByRole("link", { name: "a site" }).getAttribute("href")).toBe("https://example.com/")
+    expect(await main.getByRole("link", { name: "a site" }).getAttribute("rel")).toBe("noopener noreferrer")
+    expect(await main.getByRole("separator").count()).toBe(1)
 
     const pages = page.getByRole("navigation", { name: "Main" }).getByRole("region", { name: "Pages" })
     expect(await pages.getByRole("link").allTextContents()).toEqual(["Broken", "By status", "Dashboard", "Notes", "Shapes", "New page"])
@@ -273,6 +289,15 @@ describe("pages in the console", () => {
       expect.stringMatching(/^Line 3: chart block 1 \(line 3, query=n\): type "pies" is not a chart type/)
     ])
     await preview.getByRole("alert").first().waitFor()
+    // Saved with a problem anyway: the server's validation refuses it, in its words.
+    await page.getByRole("button", { name: "Save page" }).click()
+    await page.getByRole("alert").filter({ hasText: "The page was not saved" }).waitFor()
+    expect(await page.getByRole("alert").filter({ hasText: "The page was not saved" }).textContent()).toMatch(/chart block 1 \(line 3, query=n\): type "pies" is not a chart type/)
+
+    // An address the format does not allow is no link, even unsaved.
+    await source.fill("# Draft\n\n[click me](javascript:alert(1))")
+    await preview.getByText("click me").waitFor()
+    expect(await preview.getByRole("link", { name: "click me" }).count()).toBe(0)
 
     await source.fill("# Draft\n\nSaved text.")
     await page.getByLabel("Title").fill("Draft, saved")

@@ -60,7 +60,8 @@ export const PageView = (props: PageViewProps) => {
   const [refreshes, setRefreshes] = useState(0)
   const [results, setResults] = useState<ReadonlyMap<string, Result>>(new Map())
   const [running, setRunning] = useState(true)
-  const [schema, setSchema] = useState<Introspection | null>(null)
+  // Undefined until introspection answers (null if it fails): values are shown by display type from the start.
+  const [schema, setSchema] = useState<Introspection | null | undefined>(undefined)
 
   // What the queries are run with: they run again only when it changes.
   const statements = queries.map((query) => ({ name: query.name, sql: query.sql, params: queryParameters(query, search) }))
@@ -97,7 +98,7 @@ export const PageView = (props: PageViewProps) => {
     definitions: parsed.definitions,
     headingShift: 1
   }
-  const columnOf = (name: string) => resultColumn(name, schema)
+  const columnOf = (name: string) => resultColumn(name, schema ?? null)
   // A query that no component shows has its failure said in its own place.
   const shown = new Set(parsed.blocks.flatMap((block) => (block.kind === "table" || block.kind === "chart" || block.kind === "value" ? [block.query] : [])))
   const pageProblems = parsed.problems.filter((problem) => problem.block === "link" || problem.block === "fence")
@@ -118,7 +119,7 @@ export const PageView = (props: PageViewProps) => {
       case "chart":
       case "value": {
         const result = results.get(block.query)
-        if (result === undefined) return <p key={index} class="hint">Loading {block.query}…</p>
+        if (result === undefined || schema === undefined) return <p key={index} class="hint">Loading {block.query}…</p>
         if ("error" in result) return <BlockError key={index}>{`The query ${block.query} failed: ${result.error}`}</BlockError>
         if (block.kind === "table") return <PageTable key={`${index}:${block.query}`} block={block} rows={result.rows} columnOf={columnOf} />
         if (block.kind === "chart") return <PageChart key={index} block={block} rows={result.rows} columnOf={columnOf} />

@@ -82,7 +82,6 @@ export const textOf = (column: Column, value: unknown): string => {
 export const numberText = (column: Column, value: number): string =>
   column.displayType === "currency" ? money.format(value) : grouped.format(value)
 
-
 /**
  * A `value` component's number: `number` grouped, `currency` in `currency` (an ISO 4217 code), `percent` of a fraction (0.25 is 25 %).
  */

@@ -155,7 +155,7 @@ export const PageEditor = (props: { readonly app: App; readonly slug: string; re
   )
 }
 
-const STARTER = (title: string) => `# ${title}\n\nWrite the page here: markdown, \`\`\`sql queries and \`\`\`table, \`\`\`chart and \`\`\`value blocks.\n`
+const STARTER = (title: string) => `# ${title}\n`
 
 export const NewPage = (props: { readonly app: App }) => {
   const [slug, setSlug] = useState("")
