@@ -207,7 +207,12 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     const schema = yield* Effect.option(introspection.schema(options.context))
     let text = ""
     const toolUses: Array<Extract<ModelEvent, { _tag: "ToolUse" }>> = []
-    const failed = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(history), tools }).pipe(
+    // Stopped while a tool ran: the model is not asked again.
+    const failed = (yield* Deferred.isDone(options.stop)) ? Option.none<ModelError>() : yield* model.reply({
+      system: systemPrompt(options.context, schema),
+      messages: toModelHistory(history),
+      tools
+    }).pipe(
       // A stop cuts the model's request (its stream's finalizer aborts it).
       Stream.interruptWhen(Deferred.await(options.stop)),
       Stream.runForEach((event) => {

@@ -89,7 +89,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
   // Rows changed on a table screen: its count (introspection's stats) is read again.
   const [rowChanges, setRowChanges] = useState(0)
   useEvents(token, () => setResyncs((count) => count + 1))
-  // A change the chat made (a table, rows, a page): introspection and the pages are read again, and the open screen redrawn.
+  // A change the chat made (a table, rows, a page): introspection and the pages are read again (`resyncs`), and an open table screen redrawn.
   const [changes, setChanges] = useState(0)
   useChanges(() => {
     setResyncs((count) => count + 1)
@@ -185,7 +185,8 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
       case "home":
         return <AppHome app={currentApp} navigation={navigation} error={schemaError} user={user} config={props.config} />
       case "table":
-        return <TableScreen key={`${app}/${screen.table}`} app={currentApp} table={screen.table} navigation={navigation} schema={schema} onRowsChanged={() => setRowChanges((count) => count + 1)} />
+        // A change the chat made shows at once: the table screen reads its rows again.
+        return <TableScreen key={`${app}/${screen.table}/${changes}`} app={currentApp} table={screen.table} navigation={navigation} schema={schema} onRowsChanged={() => setRowChanges((count) => count + 1)} />
       case "users":
         return manager ? <Users me={user} /> : <NotAllowed />
       case "permissions":
@@ -285,7 +286,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
             )
             : null}
         </nav>
-        <div class="screen" key={changes}>{content}</div>
+        {content}
         {manager && chatOpen ? <div id="chat-panel" class="chat-panel"><ChatPanel app={app} /></div> : null}
       </div>
     </div>
