@@ -28,7 +28,11 @@ const event = <const Name extends string, Data extends Schema.Constraint>(name: 
 export const ChatEvent = Schema.Union([
   event("token", Schema.Struct({ text: Schema.String }), "the next piece of the model's text"),
   event("tool_call", ToolCall, "the model called a tool; it runs at once, as the caller"),
-  event("status", Schema.Struct({ text: Schema.String }), "a transient note while select_data runs (its rows are for the model only)"),
+  event(
+    "status",
+    Schema.Struct({ text: Schema.String }),
+    "a transient note: while select_data runs (its rows are for the model only), or while a reply attached to runs on another instance"
+  ),
   event("title", Schema.Struct({ title: Schema.String }), "the conversation's generated title (first message only, before done)"),
   event(
     "done",
