@@ -95,8 +95,8 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     summary: "Stop the running reply",
     description: "Ends the conversation's running reply on the server: the model's request is cut, the text so far is stored as " +
       "the reply, and the reply's events end with `done` and `stopped: true`; a tool call already running completes first. " +
-      "Answers once the reply has ended (from another instance of the chat service, within a few seconds); then the " +
-      "conversation takes the next message. 409 when no reply is running."
+      "Answers once the reply has ended (from another instance of the chat service, within a few seconds; 503 after 10 s); " +
+      "then the conversation takes the next message. 409 when no reply is running."
   })))
   .add(HttpApiEndpoint.get("stream", "/conversations/:id/stream", {
     params: id,

@@ -14,7 +14,7 @@ import { sqlState } from "../services/DatabaseError.ts"
 import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
 import type { ChatEvent } from "./ChatEvents.ts"
-import { BadRequest, Conflict, databaseUnavailable, NotFound, Unauthorized } from "./Errors.ts"
+import { BadRequest, Conflict, databaseUnavailable, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { openApiRoute } from "./OpenApiDocument.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
@@ -39,6 +39,8 @@ const notFound = () => new NotFound({ error: "conversation not found" })
 
 /** How often a stop or an attach to a reply on another instance looks whether it has ended. */
 const OTHER_INSTANCE_POLL = Duration.seconds(1)
+/** How long a stop waits for another instance to end its reply. */
+const STOP_ELSEWHERE_WAIT = Duration.seconds(10)
 
 /** The conversation's reply state once no reply runs (polled: the reply runs on another instance); the database's failures end it. */
 const untilEnded = (reply: RunningReply) =>
@@ -89,7 +91,9 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
     if (Option.isNone(state)) return yield* notFound()
     if (!state.value.running) return yield* new Conflict({ error: "no reply is running" })
     yield* Conversations.askStop(reply)
-    yield* untilEnded(reply)
+    // An instance that died cannot stop its reply (the next one to start closes it): the wait is bounded.
+    const ended = yield* Effect.timeoutOption(untilEnded(reply), STOP_ELSEWHERE_WAIT)
+    if (Option.isNone(ended)) return yield* new Unavailable({ error: "the reply runs on another instance of the chat service, which has not stopped it" })
   })
 
   /** The reply's events from its first when it runs here; else the latest message once no reply runs (on any instance). */

@@ -16,6 +16,7 @@ import {
   eventually,
   getConversation,
   hangAfter,
+  insertMessage,
   liveTokens,
   messagesInDatabase,
   openSse,
@@ -122,6 +123,20 @@ describe("POST /conversations/:id/stop", () => {
     expect(next.events.at(-1)).toMatchObject({ event: "done", data: { message: { content: { type: "text", text: "Next reply." } } } })
     expect(next.events.at(-1)?.data["stopped"]).toBeUndefined()
   })
+})
+
+describe("a reply left by an instance that is gone", () => {
+  it("a stop is answered 503 after a bounded wait, not a hang; an attach is told it runs elsewhere", async () => {
+    const id = await newConversation(stack, owner.token)
+    await insertMessage(stack, id, "user", { type: "text", text: "Anyone there?" }, "complete")
+    await insertMessage(stack, id, "assistant", { type: "text", text: "" }, "pending")
+    const attached = await openSse(stack.chat.url, `/conversations/${id}/stream`, { token: owner.token })
+    expect(await eventually(async () => (attached.events.length > 0 ? true : undefined))).toBe(true)
+    expect(attached.events.map((event) => event.event)).toEqual(["status"])
+    attached.close()
+    const stopped = await stop(stack.chat.url, owner, id)
+    expect(stopped).toMatchObject({ status: 503, body: { error: expect.stringContaining("another instance") } })
+  }, 30_000)
 })
 
 describe("GET /conversations/:id/stream", () => {
