@@ -2,7 +2,7 @@
  * The console's calls, through `plinth/client` only: one client per app (its `X-App-Schema`) for the
  * signed-in user, a 401 anywhere ending the session, and every failure said in words.
  */
-import { type AsyncPlinthClient, createPlinthClient } from "plinth/client"
+import { type AsyncPlinthClient, type ChatEvent, createPlinthClient } from "plinth/client"
 import { session } from "./session.ts"
 
 
@@ -13,16 +13,22 @@ export interface ConsoleConfig {
   readonly multiTenant: boolean
 }
 
+/** Where the chat service is (config.json's chatUrl), once the configuration is loaded. */
+let chatUrl: string | undefined
+
 export const loadConfig = async (): Promise<ConsoleConfig> => {
   const response = await fetch("/console/config.json")
   if (!response.ok) throw new Error(`config.json: ${response.status}`)
-  return (await response.json()) as ConsoleConfig
+  const config = (await response.json()) as ConsoleConfig
+  chatUrl = config.chatUrl
+  clients.clear()
+  return config
 }
 
 const clients = new Map<string, AsyncPlinthClient>()
 session.subscribe(() => clients.clear())
 
-/** A client of the main service for the signed-in user (or nobody), in `appSchema` (and the tab's tenant, when there is one). */
+/** A client of the main service (and of the chat service) for the signed-in user (or nobody), in `appSchema` (and the tab's tenant, when there is one). */
 export const clientFor = (appSchema = "public"): AsyncPlinthClient => {
   let client = clients.get(appSchema)
   if (client === undefined) {
@@ -30,6 +36,7 @@ export const clientFor = (appSchema = "public"): AsyncPlinthClient => {
     const tenant = session.tenant()
     client = createPlinthClient({
       url: location.origin,
+      ...(chatUrl === undefined ? {} : { chatUrl }),
       ...(token === undefined ? {} : { token }),
       ...(appSchema === "public" ? {} : { appSchema }),
       ...(tenant === null ? {} : { tenant })
@@ -61,6 +68,36 @@ export const sql = async (statement: string, params: ReadonlyArray<unknown> = []
 /** POST / in `appSchema`: the relations, keys, stats and metadata the user may see. */
 export const introspect = (appSchema: string) => call((client) => client.run((c) => c.mainApi.introspection.introspect({ payload: {} })), appSchema)
 export type Introspection = Awaited<ReturnType<typeof introspect>>
+
+/** The chat service: the caller's conversations, newest first. */
+export const listConversations = () => call((client) => client.run((c) => c.chatApi.conversations.list()))
+export type ConversationSummary = Awaited<ReturnType<typeof listConversations>>[number]
+
+/** A conversation with its messages. */
+export const getConversation = (id: string) => call((client) => client.run((c) => c.chatApi.conversations.get({ params: { id } })))
+export type Conversation = Awaited<ReturnType<typeof getConversation>>
+export type ChatMessage = Conversation["messages"][number]
+
+/** A new conversation, untitled: its first message names it. */
+export const createConversation = () => call((client) => client.run((c) => c.chatApi.conversations.create({ payload: { title: "" } })))
+
+export const deleteConversation = (id: string) => call((client) => client.run((c) => c.chatApi.conversations.delete({ params: { id } })))
+
+/** Ends the conversation's running reply on the server; none running is not a failure. */
+export const stopReply = (id: string) =>
+  call((client) => client.stop(id)).catch((error: unknown) => {
+    if (tagOf(error) !== "Conflict") throw error
+  })
+
+/** A reply's events (chat, continue or stream) in `appSchema`; a 401 ends the session as `call` does. */
+export async function* replyEvents(start: (client: AsyncPlinthClient) => AsyncIterable<ChatEvent>, appSchema: string): AsyncIterable<ChatEvent> {
+  try {
+    yield* start(clientFor(appSchema))
+  } catch (error) {
+    if (tagOf(error) === "Unauthorized" && session.get() !== null) session.signOut(SESSION_ENDED)
+    throw error
+  }
+}
 
 /** GET /admin/users. */
 export const listUsers = () => call((client) => client.run((c) => c.mainApi.users.list()))

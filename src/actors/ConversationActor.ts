@@ -8,8 +8,10 @@
  *
  * A running reply's events are kept from its first in a replayable hub, so that a caller can be
  * given them from the start at any time (the reply's own request now; a client reattaching later).
+ * Stop and attach go through the mailbox too: a stop or an attach that arrives after a chat is
+ * about that chat's reply.
  */
-import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, PubSub, Queue, RcMap, Scope, Stream, type Take } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, PubSub, Queue, RcMap, Scope, Stream, type Take } from "effect"
 import type { ChatEvent } from "../services/ChatTurn.ts"
 import { ConversationNotFound } from "../services/Conversations.ts"
 import { isUuid } from "../services/Uuid.ts"
@@ -36,6 +38,19 @@ export interface ConversationActorsShape<R> {
   readonly reply: (request: ReplyRequest) => Effect.Effect<Stream.Stream<ChatEvent>, ReplyRefused, R>
   /** execute-tool: the decision, and an approved call's outcome once the actor has run it. */
   readonly executeTool: (decision: ToolDecision) => Effect.Effect<ToolAnswer, ToolRefused | ToolRunFailed, R>
+  /**
+   * stop: ends the caller's reply running on this instance (it stores its text so far and ends its
+   * events with a stopped `done`), answering once it has ended; false when none runs here.
+   */
+  readonly stop: (reply: RunningReply) => Effect.Effect<boolean>
+  /** stream: the caller's reply running on this instance, its events from the first; none when no reply runs here. */
+  readonly attach: (reply: RunningReply) => Effect.Effect<Option.Option<Stream.Stream<ChatEvent>>>
+}
+
+/** Which reply a stop or an attach is about: the conversation's, if it is the caller's. */
+export interface RunningReply {
+  readonly userId: string
+  readonly conversationId: string
 }
 
 type Job<R> =
@@ -51,6 +66,8 @@ type Job<R> =
     readonly context: Context.Context<R>
     readonly answer: Deferred.Deferred<ToolAnswer, ToolRefused | ToolRunFailed>
   }
+  | { readonly _tag: "Stop"; readonly userId: string; readonly answer: Deferred.Deferred<Option.Option<Fiber.Fiber<void>>> }
+  | { readonly _tag: "Attach"; readonly userId: string; readonly answer: Deferred.Deferred<Option.Option<Stream.Stream<ChatEvent>>> }
 
 /** A reply of this conversation: its fiber, and its events from the first (ended by an Exit). */
 interface LiveReply {
@@ -58,6 +75,8 @@ interface LiveReply {
   readonly userId: string
   readonly events: PubSub.PubSub<Take.Take<ChatEvent>>
   readonly fiber: Fiber.Fiber<void>
+  /** Done once a stop was asked for: the reply ends at its next model call, or at once while the model writes. */
+  readonly stop: Deferred.Deferred<void>
 }
 
 /** The actor's state; its mutable fields are written by the mailbox's fiber only. */
@@ -74,8 +93,11 @@ interface Actor<R> {
 }
 
 const MAILBOX_SIZE = 64
-/** A reply's events are kept from its first: a replay window no reply reaches. */
-const REPLAY_ALL = Number.MAX_SAFE_INTEGER
+/**
+ * A reply's events are kept from its first for whoever attaches, up to this many (a bound on the
+ * memory a reply holds); an attacher to a longer reply gets its latest ones.
+ */
+export const REPLAY_EVENTS = 50_000
 
 export const CONVERSATION_IDLE_TIME = Duration.minutes(1)
 
@@ -110,14 +132,15 @@ const replyWork = <R>(
   work: ConversationWork<R>,
   request: ReplyRequest,
   ready: Effect.Effect<void>,
-  run: (emit: Emit) => Effect.Effect<void, unknown, R>,
-  events: LiveReply["events"]
+  run: (emit: Emit, stop: Deferred.Deferred<void>) => Effect.Effect<void, unknown, R>,
+  events: LiveReply["events"],
+  stop: Deferred.Deferred<void>
 ) => {
   const emit: Emit = (event) => Effect.asVoid(PubSub.publish(events, [event]))
   // What is left pending keeps the reason the client's `error` event gives.
   const closePending = (reason: string) =>
     Effect.ignore(work.failPending({ userId: request.context.userId, conversationId: request.conversationId }, reason))
-  return Effect.andThen(ready, Effect.suspend(() => run(emit))).pipe(
+  return Effect.andThen(ready, Effect.suspend(() => run(emit, stop))).pipe(
     Effect.catchCause((cause) => Effect.andThen(Effect.logError("chat reply failed", cause), Effect.andThen(closePending(FAILED), emit(failed)))),
     Effect.onInterrupt(() => Effect.andThen(closePending(SHUTTING_DOWN), emit(shuttingDown))),
     Effect.ensuring(Effect.asVoid(PubSub.publish(events, Exit.void)))
@@ -148,10 +171,18 @@ const handle = Effect.fnUntraced(function*<R>(actor: Actor<R>, job: Job<R>) {
   if (job._tag === "Reply") {
     const began = yield* Effect.exit(Effect.provideContext(actor.work.begin(job.request), job.context))
     if (Exit.isFailure(began)) return yield* Deferred.failCause(job.answer, began.cause)
-    const events = yield* PubSub.unbounded<Take.Take<ChatEvent>>({ replay: REPLAY_ALL })
-    const fiber = yield* startWork(actor, job.context, replyWork(actor.work, job.request, afterLatest(actor), began.value, events))
-    actor.reply = { userId: job.request.context.userId, events, fiber }
+    const events = yield* PubSub.unbounded<Take.Take<ChatEvent>>({ replay: REPLAY_EVENTS })
+    const stop = yield* Deferred.make<void>()
+    const fiber = yield* startWork(actor, job.context, replyWork(actor.work, job.request, afterLatest(actor), began.value, events, stop))
+    actor.reply = { userId: job.request.context.userId, events, fiber, stop }
     return yield* Deferred.succeed(job.answer, Stream.fromPubSubTake(events))
+  }
+  if (job._tag === "Stop" || job._tag === "Attach") {
+    const reply = actor.reply
+    const running = reply !== undefined && reply.userId === job.userId && reply.fiber.pollUnsafe() === undefined ? reply : undefined
+    if (job._tag === "Attach") return yield* Deferred.succeed(job.answer, Option.map(Option.fromUndefinedOr(running), (live) => Stream.fromPubSubTake(live.events)))
+    if (running !== undefined) yield* Deferred.succeed(running.stop, undefined)
+    return yield* Deferred.succeed(job.answer, Option.map(Option.fromUndefinedOr(running), (live) => live.fiber))
   }
   const decided = yield* Effect.exit(Effect.provideContext(actor.work.decide(job.decision), job.context))
   if (Exit.isFailure(decided)) return yield* Deferred.failCause(job.answer, decided.cause)
@@ -198,7 +229,18 @@ export const makeConversationActors = <R>(work: ConversationWork<R>) =>
           ? Effect.contextWith((context: Context.Context<R>) =>
             ask<ToolAnswer, ToolRefused | ToolRunFailed>(decision.conversationId, (answer) => ({ _tag: "ExecuteTool", decision, context, answer }))
           )
-          : Effect.fail(new ConversationNotFound())
+          : Effect.fail(new ConversationNotFound()),
+      stop: (reply) =>
+        isUuid(reply.conversationId)
+          ? Effect.flatMap(
+            ask<Option.Option<Fiber.Fiber<void>>, never>(reply.conversationId, (answer) => ({ _tag: "Stop", userId: reply.userId, answer })),
+            Option.match({ onNone: () => Effect.succeed(false), onSome: (fiber) => Effect.as(Fiber.await(fiber), true) })
+          )
+          : Effect.succeed(false),
+      attach: (reply) =>
+        isUuid(reply.conversationId)
+          ? ask<Option.Option<Stream.Stream<ChatEvent>>, never>(reply.conversationId, (answer) => ({ _tag: "Attach", userId: reply.userId, answer }))
+          : Effect.succeed(Option.none())
     }
     return shape
   })

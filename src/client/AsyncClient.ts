@@ -44,6 +44,10 @@ export interface AsyncPlinthClient {
   readonly chat: (conversationId: string, content: string) => AsyncIterable<ChatEvent>
   /** POST /conversations/:id/continue: the rest of a reply stopped at the step bound. */
   readonly continue: (conversationId: string) => AsyncIterable<ChatEvent>
+  /** GET /conversations/:id/stream: the running reply's events from its first (or the latest message's `done`). */
+  readonly stream: (conversationId: string) => AsyncIterable<ChatEvent>
+  /** POST /conversations/:id/stop: resolves once the running reply has ended; rejects with `Conflict` when none runs. */
+  readonly stop: (conversationId: string) => Promise<void>
   /** Any endpoint, through the Effect client: `run((c) => c.chatApi.conversations.list())`. */
   readonly run: <A, E>(call: (client: PlinthClient) => Effect.Effect<A, E>) => Promise<A>
 }
@@ -77,6 +81,8 @@ export const createPlinthClient = (options: PlinthClientOptions): AsyncPlinthCli
     events: () => run((c) => c.mainApi.events.events({ query: {} })).then(Stream.toAsyncIterable),
     chat: (conversationId, content) => iterate(() => client.chat(conversationId, content)),
     continue: (conversationId) => iterate(() => client.continue(conversationId)),
+    stream: (conversationId) => iterate(() => client.stream(conversationId)),
+    stop: (conversationId) => run((c) => c.stop(conversationId)),
     run
   }
 }

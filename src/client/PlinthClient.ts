@@ -56,6 +56,9 @@ const chatReply = (chat: ChatClient, conversationId: string, content: string) =>
   Stream.unwrap(chat.conversations.chat({ params: { id: conversationId }, payload: { content } }))
 const continuedReply = (chat: ChatClient, conversationId: string) =>
   Stream.unwrap(chat.conversations.continue({ params: { id: conversationId } }))
+const attachedReply = (chat: ChatClient, conversationId: string) =>
+  Stream.unwrap(chat.conversations.stream({ params: { id: conversationId } }))
+const stopReply = (chat: ChatClient, conversationId: string) => chat.conversations.stop({ params: { id: conversationId } })
 
 /** The page events of GET /events (`page_change`, `resync`), failing with the errors the endpoint can answer. */
 export type PageEvents = ReturnType<typeof pageEvents>
@@ -76,6 +79,13 @@ export interface PlinthClient {
   readonly chat: (conversationId: string, content: string) => ChatReply
   /** POST /conversations/:id/continue: the rest of a reply that stopped at the step bound. */
   readonly continue: (conversationId: string) => ChatReply
+  /**
+   * GET /conversations/:id/stream: the running reply's events from its first, then live (a reload
+   * or a second tab); when none runs, a `done` with the latest message.
+   */
+  readonly stream: (conversationId: string) => ChatReply
+  /** POST /conversations/:id/stop: ends the running reply on the server (it keeps its text); `Conflict` when none runs. */
+  readonly stop: (conversationId: string) => ReturnType<typeof stopReply>
   /** The same client with another caller (e.g. the JWT just received from signing in). */
   readonly withCaller: (caller: Pick<PlinthClientOptions, "token" | "appSchema" | "tenant">) => Effect.Effect<PlinthClient>
 }
@@ -92,6 +102,8 @@ export const make = (options: PlinthClientOptions): Effect.Effect<PlinthClient, 
       events: (events) => pageEvents(main, events?.token),
       chat: (conversationId, content) => chatReply(chat, conversationId, content),
       continue: (conversationId) => continuedReply(chat, conversationId),
+      stream: (conversationId) => attachedReply(chat, conversationId),
+      stop: (conversationId) => stopReply(chat, conversationId),
       withCaller: (caller) => Effect.provideService(make({ ...options, ...caller }), HttpClient.HttpClient, httpClient)
     }
   })

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Authentication, ValidationErrors } from "./ApiMiddleware.ts"
 import { ChatEvent, MessageContent } from "./ChatEvents.ts"
-import { BadRequest, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { isShallowJson } from "./JsonDepth.ts"
 import { documented } from "./OperationDocs.ts"
 import { describeEventStreams } from "./StreamDescription.ts"
@@ -28,10 +28,15 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     description: "Newest first."
   })))
   .add(HttpApiEndpoint.post("create", "/conversations", {
+    // A blank title: the first message names the conversation.
     payload: Schema.Struct({ title: Schema.String.pipe(Schema.check(Schema.isMaxLength(200))) }),
     success: Conversation.pipe(HttpApiSchema.status(201)),
     error: errors
-  }).annotateMerge(documented({ summary: "Start a conversation" })))
+  }).annotateMerge(documented({
+    summary: "Start a conversation",
+    description: "With a blank `title`, the conversation is named after its first message (its first line, at most 60 " +
+      "characters), and then by the model's title for it once the first reply ends."
+  })))
   .add(HttpApiEndpoint.get("get", "/conversations/:id", {
     params: id,
     success: Schema.Struct({ ...Conversation.fields, messages: Schema.Array(Message) }),
@@ -81,6 +86,27 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     summary: "Continue the reply after a tool call, as Server-Sent Events",
     description: "The events of `chat`. 400 unless the latest message is a completed or failed tool call.",
     appSchema: true
+  })))
+  .add(HttpApiEndpoint.post("stop", "/conversations/:id/stop", {
+    params: id,
+    success: HttpApiSchema.NoContent,
+    error: [...errors, Conflict]
+  }).annotateMerge(documented({
+    summary: "Stop the running reply",
+    description: "Ends the conversation's running reply on the server: the model's request is cut, the text so far is stored as " +
+      "the reply, and the reply's events end with `done` and `stopped: true`; a tool call already running completes first. " +
+      "Answers once the reply has ended (from another instance of the chat service, within a few seconds; 503 after 10 s); " +
+      "then the conversation takes the next message. 409 when no reply is running."
+  })))
+  .add(HttpApiEndpoint.get("stream", "/conversations/:id/stream", {
+    params: id,
+    success: HttpApiSchema.StreamSse({ events: ChatEvent }),
+    error: errors
+  }).annotateMerge(documented({
+    summary: "Attach to the running reply, as Server-Sent Events",
+    description: "While a reply runs: its events from its first, then live until it ends (a reload or a second tab). When none " +
+      "runs: one `done` with the latest message (none when there is no message). A reply running on another instance of " +
+      "the chat service: a `status`, then that `done` once the reply has ended. Never starts a reply."
   })))
   .middleware(Authentication)
 {}

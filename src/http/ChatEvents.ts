@@ -28,7 +28,11 @@ const event = <const Name extends string, Data extends Schema.Constraint>(name: 
 export const ChatEvent = Schema.Union([
   event("token", Schema.Struct({ text: Schema.String }), "the next piece of the model's text"),
   event("tool_call", ToolCall, "the model called a tool; it runs at once, as the caller"),
-  event("status", Schema.Struct({ text: Schema.String }), "a transient note while select_data runs (its rows are for the model only)"),
+  event(
+    "status",
+    Schema.Struct({ text: Schema.String }),
+    "a transient note: while select_data runs (its rows are for the model only), or while a reply attached to runs on another instance"
+  ),
   event("title", Schema.Struct({ title: Schema.String }), "the conversation's generated title (first message only, before done)"),
   event(
     "done",
@@ -40,9 +44,12 @@ export const ChatEvent = Schema.Union([
         status: Schema.Literals(["pending", "pending_approval", "complete", "rejected", "error"])
       }),
       streaming_continues: Schema.optionalKey(Schema.Boolean),
-      tool_result: Schema.optionalKey(JsonObject)
+      tool_result: Schema.optionalKey(JsonObject),
+      /** The user stopped the reply (POST /conversations/:id/stop): `message` holds its text so far, and the reply ends here. */
+      stopped: Schema.optionalKey(Schema.Boolean)
     }),
-    "a message is stored; after a tool call streaming_continues is true, tool_result is the tool's, and the reply goes on"
+    "a message is stored; after a tool call streaming_continues is true, tool_result is the tool's, and the reply goes on; " +
+      "stopped is true when the user stopped the reply, which ends with this message"
   ),
   event("error", Schema.Struct({ error: Schema.String }), "the reply ended with this reason; the message is stored with it")
 ]).annotate({ identifier: "ChatEvent" })
@@ -50,4 +57,4 @@ export type ChatEvent = typeof ChatEvent.Type
 
 /** What the 200 of a chat stream says besides the events. */
 export const CHAT_EVENTS_DESCRIPTION = "Server-Sent Events, one reply: `token`, `tool_call`, `status`, `title`, `done` and `error` " +
-  "(each event's data as in ChatEvent); the stream ends after the last `done` or an `error`."
+  "(each event's data as in ChatEvent); the stream ends after the last `done` (or a `done` with `stopped`) or an `error`."

@@ -4,17 +4,17 @@
  * admits them one at a time and runs each reply and tool call on its own fiber, so a client that
  * disconnects stops nothing; these handlers only ask it and answer.
  */
-import { Effect, Layer, Option, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { ConversationActors } from "../actors/ConversationActor.ts"
+import { ConversationActors, type RunningReply } from "../actors/ConversationActor.ts"
 import * as Conversations from "../services/Conversations.ts"
 import { sqlState } from "../services/DatabaseError.ts"
 import { AuthenticationLive, requireRole } from "./Authentication.ts"
 import { ChatApi } from "./ChatApi.ts"
 import type { ChatEvent } from "./ChatEvents.ts"
-import { BadRequest, databaseUnavailable, NotFound, Unauthorized } from "./Errors.ts"
+import { BadRequest, Conflict, databaseUnavailable, NotFound, Unauthorized, Unavailable } from "./Errors.ts"
 import { openApiRoute } from "./OpenApiDocument.ts"
 import { resolveRequestContext } from "./RequestContextResolver.ts"
 import { health, ready } from "./SystemRoutes.ts"
@@ -37,6 +37,31 @@ const eventStream = (events: Stream.Stream<ChatEvent>) =>
 
 const notFound = () => new NotFound({ error: "conversation not found" })
 
+/** How often a stop or an attach to a reply on another instance looks whether it has ended. */
+const OTHER_INSTANCE_POLL = Duration.seconds(1)
+/** How long a stop waits for another instance to end its reply. */
+const STOP_ELSEWHERE_WAIT = Duration.seconds(10)
+
+/** The conversation's reply state once no reply runs (polled: the reply runs on another instance); the database's failures end it. */
+const untilEnded = (reply: RunningReply) =>
+  Conversations.replyState(reply.userId, reply.conversationId).pipe(
+    Effect.repeat({ until: (state) => Option.isNone(state) || !state.value.running, schedule: Schedule.spaced(OTHER_INSTANCE_POLL) }),
+    Effect.map(Option.getOrElse((): Conversations.ReplyState => ({ latest: undefined, running: false }))),
+    Effect.orElseSucceed((): Conversations.ReplyState => ({ latest: undefined, running: false }))
+  )
+
+/** What an attacher is told while the reply runs on another instance, whose events it cannot have. */
+const elsewhere: ChatEvent = { event: "status", data: { text: "The reply is being written elsewhere; it shows when it is done." } }
+
+/** A finished reply, as GET /stream answers it: one `done` with the latest message (nothing when there is none). */
+const latestDone = (state: Conversations.ReplyState): Stream.Stream<ChatEvent> =>
+  state.latest === undefined
+    ? Stream.empty
+    : Stream.make<Array<ChatEvent>>({
+      event: "done",
+      data: { message: { id: state.latest.id, role: state.latest.role, content: state.latest.content, status: state.latest.status } }
+    })
+
 /** The actor's refusals as spec §4.8 answers them. */
 const conversationNotFound = () => Effect.fail(notFound())
 const messageNotFound = () => Effect.fail(new NotFound({ error: "message not found" }))
@@ -55,6 +80,35 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
       Effect.catchTags({ ConversationNotFound: conversationNotFound, TurnRefused: turnRefused }),
       databaseUnavailable
     )
+
+  /**
+   * The reply runs here: the actor stops it. Else, if the database says one runs (on another
+   * instance), the stop is recorded for that instance to see, and answered once the reply has ended.
+   */
+  const stopReply = Effect.fnUntraced(function*(reply: RunningReply) {
+    if (yield* actors.stop(reply)) return
+    const state = yield* Conversations.replyState(reply.userId, reply.conversationId)
+    if (Option.isNone(state)) return yield* notFound()
+    if (!state.value.running) return yield* new Conflict({ error: "no reply is running" })
+    yield* Conversations.askStop(reply)
+    // An instance that died cannot stop its reply (the next one to start closes it): the wait is bounded.
+    const ended = yield* Effect.timeoutOption(untilEnded(reply), STOP_ELSEWHERE_WAIT)
+    if (Option.isNone(ended)) return yield* new Unavailable({ error: "the reply runs on another instance of the chat service, which has not stopped it" })
+  })
+
+  /** The reply's events from its first when it runs here; else the latest message once no reply runs (on any instance). */
+  const attachReply = Effect.fnUntraced(function*(reply: RunningReply) {
+    const attached = yield* actors.attach(reply)
+    if (Option.isSome(attached)) return attached.value
+    const state = yield* Conversations.replyState(reply.userId, reply.conversationId)
+    if (Option.isNone(state)) return yield* notFound()
+    if (!state.value.running) return latestDone(state.value)
+    // Polled while the client listens; the database's connection is the caller's.
+    const context = yield* Effect.context<Effect.Services<ReturnType<typeof untilEnded>>>()
+    return Stream.concat(Stream.make<Array<ChatEvent>>(elsewhere), Stream.unwrap(Effect.map(untilEnded(reply), latestDone))).pipe(
+      Stream.provideContext(context)
+    )
+  })
 
   return handlers
     .handle("list", () =>
@@ -87,6 +141,13 @@ const ConversationHandlers = HttpApiBuilder.group(ChatApi, "conversations", Effe
       }).pipe(databaseUnavailable))
     .handle("chat", ({ params, payload, request }) => reply(request, params.id, { kind: "chat", content: payload.content }))
     .handle("continue", ({ params, request }) => reply(request, params.id, { kind: "continue" }))
+    .handle("stop", ({ params }) =>
+      Effect.flatMap(manager, (principal) => stopReply({ userId: principal.userId, conversationId: params.id })).pipe(databaseUnavailable))
+    .handle("stream", ({ params }) =>
+      Effect.flatMap(manager, (principal) => attachReply({ userId: principal.userId, conversationId: params.id })).pipe(
+        Effect.map(eventStream),
+        databaseUnavailable
+      ))
     .handle("executeTool", ({ params, payload, request }) =>
       Effect.flatMap(callerContext(request), (context) =>
         actors.executeTool({

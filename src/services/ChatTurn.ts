@@ -6,7 +6,7 @@
  * Everything the client should see goes to `emit`; everything that happened is in the database,
  * whether or not anyone is still listening.
  */
-import { Effect, Fiber, Option, Stream } from "effect"
+import { Deferred, Effect, Fiber, Option, Stream } from "effect"
 import type { SqlError } from "effect/sql"
 import { BUILDER_GUIDE } from "./BuilderGuide.ts"
 import { TOOLS, runTool, toolMode, type ToolFailed } from "./ChatTools.ts"
@@ -36,6 +36,7 @@ export type ChatEvent =
       readonly message: Pick<Message, "id" | "role" | "content" | "status">
       readonly streaming_continues?: boolean
       readonly tool_result?: Readonly<Record<string, unknown>>
+      readonly stopped?: boolean
     }
   }
   | { readonly event: "error"; readonly data: { readonly error: string } }
@@ -53,6 +54,8 @@ export interface TurnOptions {
   readonly maxSteps: number
   readonly guard: SqlGuard["Service"]
   readonly emit: (event: ChatEvent) => Effect.Effect<void>
+  /** Done once the user stopped the reply: the model's request is cut, and the text so far kept. */
+  readonly stop: Deferred.Deferred<void>
 }
 
 const shown = (message: Message) => ({ id: message.id, role: message.role, content: message.content, status: message.status })
@@ -204,7 +207,14 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
     const schema = yield* Effect.option(introspection.schema(options.context))
     let text = ""
     const toolUses: Array<Extract<ModelEvent, { _tag: "ToolUse" }>> = []
-    const failed = yield* model.reply({ system: systemPrompt(options.context, schema), messages: toModelHistory(history), tools }).pipe(
+    // Stopped while a tool ran: the model is not asked again.
+    const failed = (yield* Deferred.isDone(options.stop)) ? Option.none<ModelError>() : yield* model.reply({
+      system: systemPrompt(options.context, schema),
+      messages: toModelHistory(history),
+      tools
+    }).pipe(
+      // A stop cuts the model's request (its stream's finalizer aborts it).
+      Stream.interruptWhen(Deferred.await(options.stop)),
       Stream.runForEach((event) => {
         if (event._tag === "ToolUse") {
           toolUses.push(event)
@@ -217,6 +227,11 @@ export const runTurn = Effect.fn("ChatTurn.run")(function*(options: TurnOptions)
       Effect.catchTag("ModelError", (error) => Effect.succeed(Option.some(error)))
     )
     yield* stored
+    if (yield* Deferred.isDone(options.stop)) {
+      // Stopped by the user: the text so far is the reply (tool calls not run yet are dropped).
+      const saved = yield* saveMessage(owned, placeholderId, { type: "text", text }, "complete")
+      return yield* options.emit({ event: "done", data: { message: shown(saved), stopped: true } })
+    }
     if (Option.isSome(failed)) {
       // The partial text is kept: the user saw it arrive.
       yield* saveMessage(owned, placeholderId, { type: "text", text }, "error", failed.value.message)

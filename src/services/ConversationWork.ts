@@ -5,7 +5,7 @@
  * closing what an interrupted piece of work left pending. The actor decides when each runs and on
  * which fiber; this module decides what each does.
  */
-import { Effect, Option } from "effect"
+import { Deferred, Duration, Effect, Option } from "effect"
 import type { SqlError } from "effect/sql"
 import { runTool, type ToolFailed } from "./ChatTools.ts"
 import { type ChatEvent, runTurn } from "./ChatTurn.ts"
@@ -49,8 +49,11 @@ export type ToolDecided<R> =
   | { readonly _tag: "Run"; readonly run: Effect.Effect<ToolAnswer, ToolRunFailed, R> }
 
 export interface ConversationWork<R> {
-  /** Starts a reply in the database; answers the reply to run (it tells `emit` what the client should see). */
-  readonly begin: (request: ReplyRequest) => Effect.Effect<(emit: Emit) => Effect.Effect<void, unknown, R>, ReplyRefused, R>
+  /**
+   * Starts a reply in the database; answers the reply to run (it tells `emit` what the client should
+   * see, and ends early, keeping its text so far, once `stop` is done).
+   */
+  readonly begin: (request: ReplyRequest) => Effect.Effect<(emit: Emit, stop: Deferred.Deferred<void>) => Effect.Effect<void, unknown, R>, ReplyRefused, R>
   /** Claims a `pending_approval` message for execute-tool. */
   readonly decide: (decision: ToolDecision) => Effect.Effect<ToolDecided<R>, ToolRefused, R>
   /** After work that failed or was interrupted: nothing of the conversation may stay `pending`; each keeps `reason`. */
@@ -62,13 +65,30 @@ const ownedBy = (request: { readonly context: RequestContext; readonly conversat
   conversationId: request.conversationId
 })
 
+/** How often a running reply looks for a stop recorded by another instance of the chat service. */
+export const STOP_WATCH_INTERVAL = Duration.seconds(1)
+
+/** While a reply runs (this fiber is its child): a stop recorded in the database since `since` stops it. */
+const watchStop = Effect.fnUntraced(function*(owned: Conversations.OwnedConversation, since: string, stop: Deferred.Deferred<void>) {
+  for (;;) {
+    yield* Effect.sleep(STOP_WATCH_INTERVAL)
+    if (yield* Effect.orElseSucceed(Conversations.stopAskedSince(owned, since), () => false)) return yield* Deferred.succeed(stop, undefined)
+  }
+})
+
 // Defined once, not as a generator written inline per call (docs/performance-notes.md).
 const begin = Effect.fnUntraced(function*(guard: SqlGuard["Service"], maxSteps: number, request: ReplyRequest) {
   const { context, conversationId, start } = request
   const started = yield* Conversations.beginTurn(context.userId, conversationId, start)
   const titleFrom = started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none<string>()
-  return (emit: Emit) =>
-    runTurn({ context, conversationId, placeholderId: started.placeholderId, history: started.history, titleFrom, maxSteps, guard, emit })
+  // An untitled conversation is named after its first message at once; the model's title replaces it when the reply ends.
+  if (Option.isSome(titleFrom)) yield* Conversations.titleIfUntitled(ownedBy(request), Conversations.titleOf(titleFrom.value))
+  const since = started.history.at(-1)?.created_at ?? ""
+  return (emit: Emit, stop: Deferred.Deferred<void>) =>
+    Effect.andThen(
+      Effect.forkChild(watchStop(ownedBy(request), since, stop)),
+      runTurn({ context, conversationId, placeholderId: started.placeholderId, history: started.history, titleFrom, maxSteps, guard, emit, stop })
+    )
 })
 
 /** Runs an approved call as the caller and stores it with its result (the message is `pending` until then). */

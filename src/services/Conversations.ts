@@ -180,6 +180,56 @@ export const setTitle = Effect.fn("Conversations.setTitle")(function*(owned: Own
   yield* sql`UPDATE sys.conversations SET title = ${title.slice(0, 200)} WHERE id = ${owned.conversationId} AND user_id = ${owned.userId}`
 })
 
+/** Where a conversation's replies stand, as the database has them: its latest message, and whether a reply runs (one is pending). */
+export interface ReplyState {
+  readonly latest: Message | undefined
+  readonly running: boolean
+}
+
+export const replyState = Effect.fn("Conversations.replyState")(function*(userId: string, id: string) {
+  if (!isUuid(id)) return Option.none<ReplyState>()
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ latest: Message | null; running: boolean }>`
+    SELECT (SELECT jsonb_build_object('id', m.id, 'role', m.role, 'content', m.content, 'status', m.status,
+                                      'created_at', sys.iso_utc(m.created_at), 'error', m.error)
+            FROM sys.messages m WHERE m.conversation_id = c.id ORDER BY m.position DESC LIMIT 1) AS latest,
+           EXISTS (SELECT FROM sys.messages m WHERE m.conversation_id = c.id AND m.status = 'pending') AS running
+    FROM sys.conversations c WHERE c.id = ${id} AND c.user_id = ${userId}`
+  if (row === undefined) return Option.none<ReplyState>()
+  return Option.some<ReplyState>({ latest: row.latest ?? undefined, running: row.running })
+})
+
+/** Records a stop for the reply that runs on another instance (it watches for one: stopAskedSince). */
+export const askStop = Effect.fn("Conversations.askStop")(function*(owned: OwnedConversation) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE sys.conversations SET stop_requested_at = clock_timestamp()
+    WHERE id = ${owned.conversationId} AND user_id = ${owned.userId}`
+})
+
+/** Whether a stop was recorded for the conversation since `since` (its reply's start, ISO 8601). */
+export const stopAskedSince = Effect.fn("Conversations.stopAskedSince")(function*(owned: OwnedConversation, since: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`SELECT 1 FROM sys.conversations
+    WHERE id = ${owned.conversationId} AND user_id = ${owned.userId} AND stop_requested_at >= ${since}::timestamptz`
+  return rows.length > 0
+})
+
+/** The longest title taken from a first message. */
+export const FIRST_MESSAGE_TITLE_LENGTH = 60
+
+/** A conversation's title from its first message: its first line, at most FIRST_MESSAGE_TITLE_LENGTH characters. */
+export const titleOf = (text: string) => {
+  const line = text.trim().split("\n")[0]!.trim()
+  return line.length > FIRST_MESSAGE_TITLE_LENGTH ? `${line.slice(0, FIRST_MESSAGE_TITLE_LENGTH - 1)}…` : line || "New conversation"
+}
+
+/** Sets the title of a conversation that has none (blank). */
+export const titleIfUntitled = Effect.fn("Conversations.titleIfUntitled")(function*(owned: OwnedConversation, title: string) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE sys.conversations SET title = ${title}
+    WHERE id = ${owned.conversationId} AND user_id = ${owned.userId} AND btrim(title) = ''`
+})
+
 /** A message of the caller's conversation, locked for the rest of the transaction. */
 export const lockMessage = Effect.fn("Conversations.lockMessage")(function*(userId: string, conversationId: string, messageId: string) {
   if (!isUuid(conversationId)) return yield* new ConversationNotFound()

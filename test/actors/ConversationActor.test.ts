@@ -45,6 +45,7 @@ const fakeWork = () => {
   const conversations = new Map<string, Array<FakeMessage>>()
   const plans = new Map<string, Plan>()
   const admissions: Array<string> = []
+  const stoppedReplies: Array<string> = []
   let running = 0
   let overlaps = 0
   let ids = 0
@@ -60,10 +61,17 @@ const fakeWork = () => {
     }).pipe(Effect.andThen(effect), Effect.ensuring(Effect.sync(() => running--)))
   const wait = (plan: Plan) => (plan.gate === undefined ? Effect.sleep(`${plan.sleep} millis`) : Deferred.await(plan.gate))
 
-  const run = (placeholder: FakeMessage, plan: Plan, emit: Emit) =>
+  const run = (placeholder: FakeMessage, plan: Plan, emit: Emit, stop?: Deferred.Deferred<void>) =>
     inside(Effect.gen(function*() {
-      yield* emit({ event: "token", data: { text: "thinking" } })
-      yield* wait(plan)
+      // Names its reply: an attacher's events are compared with its caller's.
+      yield* emit({ event: "token", data: { text: placeholder.id } })
+      const stopped = yield* (stop === undefined ? Effect.as(wait(plan), false) : Effect.raceFirst(Effect.as(wait(plan), false), Effect.as(Deferred.await(stop), true)))
+      if (stopped) {
+        // As ChatTurn does: the text so far is the reply, and its events end with a stopped `done`.
+        placeholder.status = "complete"
+        stoppedReplies.push(placeholder.id)
+        return yield* emit({ event: "done", data: { message: { id: placeholder.id, role: "assistant", content: { type: "text", text: "" }, status: "complete" }, stopped: true } })
+      }
       if (plan.ending === "fails") return yield* Effect.fail("the model failed")
       if (plan.ending === "dies") return yield* Effect.die("a defect")
       placeholder.kind = plan.ending === "tool" ? "tool_call" : "text"
@@ -73,7 +81,7 @@ const fakeWork = () => {
 
   const work: ConversationWork<never> = {
     begin: (request: ReplyRequest) =>
-      Effect.suspend((): Effect.Effect<(emit: Emit) => Effect.Effect<void, unknown>, ReplyRefused> => {
+      Effect.suspend((): Effect.Effect<(emit: Emit, stop: Deferred.Deferred<void>) => Effect.Effect<void, unknown>, ReplyRefused> => {
         const messages = conversations.get(request.conversationId)
         if (messages === undefined) return Effect.fail(new ConversationNotFound())
         admissions.push(request.start.kind === "chat" ? request.start.content : "continue")
@@ -84,7 +92,7 @@ const fakeWork = () => {
         if (request.start.kind === "chat") add(request.conversationId, "user", "text", "complete")
         const placeholder = add(request.conversationId, "assistant", "text", "pending")
         const plan = plans.get(request.start.kind === "chat" ? request.start.content : "continue") ?? { ending: "text", sleep: 0 }
-        return Effect.succeed((emit: Emit) => run(placeholder, plan, emit))
+        return Effect.succeed((emit: Emit, stop: Deferred.Deferred<void>) => run(placeholder, plan, emit, stop))
       }),
     decide: (decision: ToolDecision) =>
       Effect.suspend((): Effect.Effect<ToolDecided<never>, ToolRefused> => {
@@ -118,6 +126,7 @@ const fakeWork = () => {
     conversations,
     plans,
     admissions,
+    stoppedReplies,
     add,
     open: (conversationId: string) => conversations.set(conversationId, []),
     overlaps: () => overlaps,
@@ -332,5 +341,99 @@ describe("ConversationActors", () => {
     expect([failed, died, shutDown]).toEqual([["the reply failed"], ["the reply failed"], ["the service is shutting down"]])
     expect(reasons).toEqual([...failed, ...died, ...shutDown])
     expect(fake.pending()).toBe(0)
+  })
+
+  it("property: concurrent chat/stop/attach on one conversation: every attacher sees its reply's events as its caller does, a stop ends one running reply, no reply starts but by chat", async () => {
+    const operation = fc.record({
+      kind: fc.constantFrom("chat", "stop", "attach", "attach"),
+      sleep: fc.integer({ min: 0, max: 4 }),
+      stagger: fc.integer({ min: 0, max: 6 })
+    })
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 14 }), async (operations) => {
+        const fake = fakeWork()
+        fake.open(C1)
+        const owned = { userId: caller.userId, conversationId: C1 }
+        const outcome = await run(Effect.gen(function*() {
+          const actors = yield* makeConversationActors(fake.work)
+          return yield* Effect.forEach(operations, (operation, index) => {
+            fake.plans.set(`chat ${index}`, { ending: "text", sleep: operation.sleep })
+            type Answer =
+              | { readonly kind: "chat"; readonly events: Array<ChatEvent> }
+              | { readonly kind: "stop"; readonly stopped: boolean }
+              | { readonly kind: "attach"; readonly events: Array<ChatEvent> | undefined }
+            const call: Effect.Effect<Answer, ReplyRefused> = operation.kind === "chat"
+              ? Effect.map(Effect.flatMap(actors.reply(chatIn(C1, `chat ${index}`)), Stream.runCollect), (events) => ({ kind: "chat" as const, events: Array.from(events) }))
+              : operation.kind === "stop"
+              ? Effect.map(actors.stop(owned), (stopped) => ({ kind: "stop" as const, stopped }))
+              : Effect.map(
+                Effect.flatMap(actors.attach(owned), (attached) =>
+                  Option.isNone(attached) ? Effect.succeed(undefined) : Effect.map(Stream.runCollect(attached.value), (events) => Array.from(events))),
+                (events) => ({ kind: "attach" as const, events })
+              )
+            return Effect.andThen(Effect.sleep(`${operation.stagger} millis`), Effect.exit(call))
+          }, { concurrency: "unbounded" })
+        }))
+        const done = outcome.flatMap((exit) => (Exit.isSuccess(exit) ? [exit.value] : []))
+        const replies = new Map<string, ReadonlyArray<ChatEvent>>()
+        for (const answer of done) if (answer.kind === "chat") replies.set(String((answer.events[0]?.data as { text: string }).text), answer.events)
+        // Only chat starts a reply: stop and attach never do.
+        expect(fake.admissions.every((admitted) => admitted.startsWith("chat "))).toBe(true)
+        expect(replies.size).toBe(fake.admissions.length - outcome.filter((exit, index) => operations[index]!.kind === "chat" && Exit.isFailure(exit)).length)
+        for (const answer of done) {
+          if (answer.kind !== "attach" || answer.events === undefined) continue
+          // From the reply's first event to its end: the very events its caller read.
+          const name = String((answer.events[0]?.data as { text: string }).text)
+          expect(answer.events).toEqual(replies.get(name))
+        }
+        // Each stopped reply ends with a stopped `done`; it was stopped by a stop that said so; nothing else ended that way.
+        const stoppedEnds = [...replies.values()].filter((events) => (events.at(-1)?.data as { stopped?: boolean }).stopped === true)
+        expect(stoppedEnds.length).toBe(fake.stoppedReplies.length)
+        const stops = done.filter((answer) => answer.kind === "stop" && answer.stopped).length
+        expect(fake.stoppedReplies.length).toBeLessThanOrEqual(stops)
+        if (stops > 0) expect(fake.stoppedReplies.length).toBeGreaterThan(0)
+        expect(fake.overlaps()).toBe(0)
+        expect(fake.pending()).toBe(0)
+        outcome.forEach((exit) => expect(expectedRefusal(exit), String(exit)).toBe(true))
+      }),
+      { numRuns: 60 }
+    )
+  })
+
+  it("stop ends the running reply: its events end with a stopped done, the conversation takes the next chat; with none running it answers false", async () => {
+    const fake = fakeWork()
+    fake.open(C1)
+    const never = Effect.runSync(Deferred.make<void>())
+    fake.plans.set("forever", { ending: "text", sleep: 0, gate: never })
+    const owned = { userId: caller.userId, conversationId: C1 }
+    const result = await run(Effect.gen(function*() {
+      const actors = yield* makeConversationActors(fake.work)
+      const idle = yield* actors.stop(owned)
+      const events = yield* actors.reply(chatIn(C1, "forever"))
+      const attached = yield* actors.attach(owned)
+      const someoneElse = yield* actors.stop({ ...owned, userId: "00000000-0000-4000-8000-0000000000bb" })
+      const stopped = yield* actors.stop(owned)
+      const afterwards = yield* actors.attach(owned)
+      const next = yield* collect(yield* actors.reply(chatIn(C1, "next")))
+      return {
+        idle,
+        someoneElse,
+        stopped,
+        events: yield* collect(events),
+        attached: Option.isSome(attached) ? yield* collect(attached.value) : [],
+        afterwards: Option.isSome(afterwards),
+        next
+      }
+    }))
+    expect(result).toEqual({
+      idle: false,
+      someoneElse: false,
+      stopped: true,
+      events: ["token", "done"],
+      attached: ["token", "done"],
+      afterwards: false,
+      next: ["token", "done"]
+    })
+    expect(fake.stoppedReplies).toHaveLength(1)
   })
 })

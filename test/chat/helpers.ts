@@ -274,3 +274,59 @@ export const startSlowProxy = async (): Promise<SlowProxy> => {
   }
   return proxy
 }
+
+// ---------------------------------------------------------------------------------------------
+// An SSE answer read as it arrives
+
+export interface LiveSse {
+  readonly status: number
+  /** The events so far (JSON answers have none). */
+  readonly events: Array<SseEvent>
+  /** Settles when the answer has ended. */
+  readonly ended: Promise<void>
+  readonly close: () => void
+}
+
+/** Sends a request and reads its SSE answer event by event, as a browser would. */
+export const openSse = async (
+  base: string,
+  path: string,
+  options: { readonly token: string; readonly method?: "GET" | "POST"; readonly body?: unknown }
+): Promise<LiveSse> => {
+  const controller = new AbortController()
+  const response = await fetch(`${base}${path}`, {
+    method: options.method ?? "GET",
+    headers: { "content-type": "application/json", authorization: `Bearer ${options.token}` },
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+    signal: controller.signal
+  })
+  const events: Array<SseEvent> = []
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  const ended = (async () => {
+    let buffer = ""
+    try {
+      for (;;) {
+        const chunk = await reader.read()
+        if (chunk.done) return
+        buffer += decoder.decode(chunk.value, { stream: true })
+        const frames = buffer.split("\n\n")
+        buffer = frames.pop()!
+        for (const frame of frames) {
+          const event = /^event: (.*)$/m.exec(frame)?.[1]
+          if (event === undefined) continue
+          events.push({ event, data: JSON.parse(/^data: (.*)$/m.exec(frame)?.[1] ?? "{}") as Record<string, unknown> })
+        }
+      }
+    } catch {
+      // Closed by the test.
+    }
+  })()
+  return { status: response.status, events, ended, close: () => controller.abort() }
+}
+
+export const liveTokens = (events: ReadonlyArray<SseEvent>) =>
+  events.filter((event) => event.event === "token").map((event) => String(event.data["text"])).join("")
+
+/** A model turn that streams `text` and then never ends (until the chat service lets it go). */
+export const hangAfter = (text: string): ScriptedTurn => ({ kind: "hang", afterText: text })

@@ -6,10 +6,10 @@
 import { Effect, Fiber, Option, Stream } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createPlinthClient, DatabaseError, make, type PageEvent, type PlinthClient, Unauthorized } from "../../src/client/index.ts"
+import { Conflict, createPlinthClient, DatabaseError, make, type PageEvent, type PlinthClient, Unauthorized } from "../../src/client/index.ts"
 import { inviteAsDatabaseAdmin, mailedToken } from "../support/auth.ts"
 import { type ChatStack, startChatStack } from "../support/chat.ts"
-import { admin, fresh, insertMessage, scriptedTurns, text, toolUse, type Turns } from "../chat/helpers.ts"
+import { admin, fresh, hangAfter, insertMessage, pendingIn, scriptedTurns, text, toolUse, type Turns } from "../chat/helpers.ts"
 import { ddl } from "../sql/fixtures.ts"
 import { eventually } from "../support/eventually.ts"
 
@@ -159,6 +159,30 @@ describe("the Effect client", () => {
     await run(owner.chatApi.conversations.delete({ params: { id: conversation.id } }))
     expect(await admin(stack, "SELECT id FROM sys.conversations WHERE id = $1", [conversation.id])).toEqual([])
   })
+
+  it("stop and stream: a reply attached from its first event, stopped on the server with its text kept; Conflict when none runs", async () => {
+    const owner = await signedInAs("owner")
+    const conversation = await run(owner.chatApi.conversations.create({ payload: { title: "" } }))
+    const stopIdle = await run(Effect.flip(owner.stop(conversation.id)))
+    expect(stopIdle).toBeInstanceOf(Conflict)
+    turns.push(hangAfter("So far, so good."))
+    const reading = Effect.runFork(Effect.provide(Stream.runCollect(owner.chat(conversation.id, "Keep going")), FetchHttpClient.layer))
+    expect(await eventually(async () => (await pendingIn(stack, conversation.id)) > 0)).toBe(true)
+    const attached = Effect.runFork(Effect.provide(Stream.runCollect(owner.stream(conversation.id)), FetchHttpClient.layer))
+    // The attacher has the reply's text from its first token before the reply is stopped.
+    const firstToken = await run(Stream.runHead(Stream.filter(owner.stream(conversation.id), (event) => event.event === "token")))
+    expect(Option.getOrThrow(firstToken)).toMatchObject({ event: "token" })
+    await run(owner.stop(conversation.id))
+    const events = await Effect.runPromise(Fiber.join(reading))
+    expect(events.at(-1)).toEqual({
+      event: "done",
+      data: { message: { id: expect.any(String), role: "assistant", content: { type: "text", text: "So far, so good." }, status: "complete" }, stopped: true }
+    })
+    expect(await Effect.runPromise(Fiber.join(attached))).toEqual(events)
+    // No reply runs now: the stream is the latest message.
+    const latest = await run(Stream.runCollect(owner.stream(conversation.id)))
+    expect(latest).toEqual([{ event: "done", data: { message: (events.at(-1)!.data as { message: unknown }).message } }])
+  })
 })
 
 describe("the promise client", () => {
@@ -182,6 +206,25 @@ describe("the promise client", () => {
     const events = []
     for await (const event of client.chat(conversation.id, "Hello")) events.push(event)
     expect(events.at(-1)).toMatchObject({ event: "done", data: { message: { content: { type: "text", text: "Hi there" } } } })
+
+    // stop and stream: a second reader of a running reply, and the stop that ends it.
+    await expect(client.stop(conversation.id)).rejects.toBeInstanceOf(Conflict)
+    turns.push(hangAfter("Half a thought"))
+    const running = (async () => {
+      const seen = []
+      for await (const event of client.chat(conversation.id, "Think")) seen.push(event)
+      return seen
+    })()
+    expect(await eventually(async () => (await pendingIn(stack, conversation.id)) > 0)).toBe(true)
+    const attached = (async () => {
+      const seen = []
+      for await (const event of client.stream(conversation.id)) seen.push(event)
+      return seen
+    })()
+    await client.stop(conversation.id)
+    const seen = await running
+    expect(seen.at(-1)).toMatchObject({ event: "done", data: { stopped: true, message: { content: { type: "text", text: "Half a thought" } } } })
+    expect(await attached).toEqual(seen)
   })
 
   it("rejects with the endpoint's tagged error", async () => {

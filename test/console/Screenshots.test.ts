@@ -2,7 +2,7 @@
  * The README's pictures of the console, taken from test fixtures: `npm run screenshots` writes
  * docs/screenshots/*.png (skipped in other runs). Fixtures: an owner, an app with two related
  * tables made through /sql with a few rows, an admin and a member, the audit trail all that left, and
- * a page with values, a chart and a table.
+ * a page with values, a chart and a table; and the chat after a scripted reply of the fake model.
  */
 import { mkdirSync } from "node:fs"
 import path from "node:path"
@@ -12,6 +12,8 @@ import { signInTab } from "../support/consoleTabs.ts"
 import { launchBrowser } from "../support/browser.ts"
 import { type AuthStack, post, signedIn, startAuthStack } from "../support/auth.ts"
 import { ensureConsoleBuilt } from "../support/build.ts"
+import { startChatStack } from "../support/chat.ts"
+import { startService } from "../support/services.ts"
 
 const OUTPUT = process.env["SCREENSHOTS_DIR"]
 
@@ -119,5 +121,77 @@ describe.skipIf(OUTPUT === undefined)("screenshots of the console", () => {
     await page.getByRole("table", { name: "Open orders" }).getByRole("row").nth(1).waitFor()
     await page.setViewportSize({ width: 1200, height: 1000 })
     await shoot(page, "page")
+  }, 60_000)
+})
+
+describe.skipIf(OUTPUT === undefined)("screenshot of the chat", () => {
+  it("takes the chat beside an app, after a reply that made a table, its rows and a page", async () => {
+    const chatStack = await startChatStack({ CORS_ORIGINS: "*" })
+    // A main service whose console names this chat service (config.json's chatUrl).
+    const consoleService = await startService("main", chatStack.db.mainUrl, { ...chatStack.env, CHAT_URL: chatStack.chat.url })
+    try {
+      const owner = await signedIn(chatStack, "ada@example.com", "owner")
+      await post(chatStack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["sales", "Sales", "Customers and their orders"] }, { token: owner.token })
+      chatStack.model.respondWith((request) => {
+        if (request.body.stream !== true) return { kind: "reply", blocks: [{ type: "text", text: "A small CRM" }] }
+        const sent = JSON.stringify(request.body.messages)
+        const step = sent.includes("toolu_page") ? 2 : sent.includes("toolu_seed") ? 1 : 0
+        const turns = [
+          {
+            kind: "reply" as const,
+            blocks: [
+              { type: "text" as const, text: "I'll make a table of customers and add a few to start with." },
+              {
+                type: "tool_use" as const,
+                id: "toolu_customers",
+                name: "propose_create_table",
+                input: { table_name: "customers", columns: [{ name: "name", type: "text", required: true }, { name: "email", type: "email" }, { name: "city", type: "text" }] }
+              },
+              {
+                type: "tool_use" as const,
+                id: "toolu_seed",
+                name: "propose_seed_data",
+                input: {
+                  table_name: "customers",
+                  rows: [
+                    { name: "Analytical Engines Ltd", email: "orders@engines.example", city: "London" },
+                    { name: "Difference & Co", email: "buy@difference.example", city: "Cambridge" },
+                    { name: "Jacquard Looms", email: "looms@jacquard.example", city: "Lyon" }
+                  ]
+                }
+              }
+            ]
+          },
+          {
+            kind: "reply" as const,
+            blocks: [{
+              type: "tool_use" as const,
+              id: "toolu_page",
+              name: "propose_create_page",
+              input: { slug: "customers-by-city", title: "Customers by city", source: `# Customers by city\n\n${fence}sql by_city\nSELECT city, count(*) AS customers FROM customers GROUP BY city ORDER BY city\n${fence}\n\n${fence}chart query=by_city type=bar x=city y=customers\n${fence}\n` }
+            }]
+          },
+          { kind: "reply" as const, blocks: [{ type: "text" as const, text: "Done: the customers table has three rows, and the page Customers by city charts them." }] }
+        ]
+        return turns[Math.min(step, turns.length - 1)]
+      })
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage()
+      await signInTab(page, `${consoleService.url}/console`, { token: owner.token, user: { ...owner.user, display_name: "Ada Lovelace" } }, "/apps/sales")
+      await page.getByRole("button", { name: "Chat" }).click()
+      const chat = page.getByRole("complementary", { name: "Chat" })
+      await chat.getByRole("button", { name: "New conversation" }).click()
+      await chat.getByLabel("Message", { exact: true }).fill("Make me a table of customers with a few sample rows, and a page of them by city")
+      await chat.getByRole("button", { name: "Send" }).click()
+      await chat.getByText("Done: the customers table has three rows").waitFor()
+      await chat.getByText("page customers-by-city created").waitFor()
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Customers by city" }).waitFor()
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Customers", exact: true }).click()
+      await page.getByRole("table", { name: "Customers" }).getByRole("row").nth(3).waitFor()
+      await page.mouse.wheel(0, -10_000)
+      await shoot(page, "chat")
+    } finally {
+      await consoleService.close()
+      await chatStack.close()
+    }
   }, 60_000)
 })

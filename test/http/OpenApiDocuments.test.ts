@@ -16,7 +16,7 @@ import { query, sleepingStatements } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 import { checkerOf, type OpenApiChecker, type OpenApiDocument, openApiChecker } from "../support/openapi.ts"
 import { type RunningService, startService } from "../support/services.ts"
-import { insertMessage } from "../chat/helpers.ts"
+import { insertMessage, pendingIn } from "../chat/helpers.ts"
 
 const UNKNOWN = "00000000-0000-4000-8000-000000000000"
 const TOO_LARGE = JSON.stringify({ sql: "x".repeat(1024 * 1024 + 10) })
@@ -433,6 +433,26 @@ describe("the chat service's answers match its document", () => {
     const continued = await chat.call("POST", more, { token: owner.token })
     expect(continued.status).toBe(200)
     expect(continued.body).toContain("event: done")
+  })
+
+  it("stop and stream: 200, 204, 401, 403, 404, 409", async () => {
+    const id = await newConversation(stack, owner.token)
+    const stop = `/conversations/${id}/stop`
+    const stream = `/conversations/${id}/stream`
+    expect((await chat.call("POST", stop, { token: owner.token })).status).toBe(409)
+    expect((await chat.call("GET", stream, { token: owner.token })).status).toBe(200)
+    stack.model.script({ kind: "hang", afterText: "Half of it" })
+    const reply = chat.call("POST", `/conversations/${id}/chat`, { token: owner.token, body: { content: "go on for ever" } })
+    expect(await eventually(async () => (await pendingIn(stack, id)) > 0)).toBe(true)
+    const attached = chat.call("GET", stream, { token: owner.token })
+    expect((await chat.call("POST", stop, { token: owner.token })).status).toBe(204)
+    expect((await reply).body).toContain("\"stopped\":true")
+    expect((await attached).status).toBe(200)
+    for (const [method, path] of [["POST", stop], ["GET", stream]] as const) {
+      expect((await chat.call(method, path)).status).toBe(401)
+      expect((await chat.call(method, path, { token: member.token })).status).toBe(403)
+      expect((await chat.call(method, path.replace(id, UNKNOWN), { token: owner.token })).status).toBe(404)
+    }
   })
 
   it("execute-tool: 200, 400, 401, 403, 404, 413, 415", async () => {

@@ -48,8 +48,11 @@ export type ScriptedTurn =
    * request without `stream: true` it answers as the HTTP error of that type (529 for overloaded_error).
    */
   | { readonly kind: "stream_error"; readonly afterText?: string; readonly errorType?: string; readonly message?: string }
-  /** Accepts the request and never answers (for client timeouts and aborts); `close()` cuts it. */
-  | { readonly kind: "hang" }
+  /**
+   * Accepts the request and never answers (for client timeouts and aborts); `close()` cuts it. With
+   * `afterText` (to a `stream: true` request), it first starts the stream and sends that text, then waits.
+   */
+  | { readonly kind: "hang"; readonly afterText?: string }
 
 export interface RecordedRequest {
   /** Lower-case header names, as Node reports them. */
@@ -76,6 +79,8 @@ export interface FakeAnthropic {
   readonly respondWith: (decide: ((request: RecordedRequest) => ScriptedTurn | undefined) | undefined) => void
   /** Requests neither answered to their end nor let go by the client (a `hang` turn stays open until the client aborts it). */
   readonly open: () => number
+  /** Requests the client let go before their answer ended (an aborted `hang`, say). */
+  readonly aborted: () => number
   readonly close: () => Promise<void>
 }
 
@@ -363,6 +368,7 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
   const queue: Array<ScriptedTurn> = []
   let decide: ((request: RecordedRequest) => ScriptedTurn | undefined) | undefined
   let open = 0
+  let aborted = 0
 
   const reply = async (
     response: ServerResponse,
@@ -438,10 +444,22 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
     if (!sse.gone()) response.end()
   }
 
+  const hangAfter = async (response: ServerResponse, requestId: string, text: string, body: RecordedRequest["body"], inputTokens: number) => {
+    const sse = startStream(response, requestId)
+    await sse.frame("message_start", { type: "message_start", message: messageShell(body.model, inputTokens) })
+    await sse.frame("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "", citations: null } })
+    for (const piece of split(text)) {
+      await sse.frame("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } })
+    }
+  }
+
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const requestId = randomId("req_")
     open++
-    response.on("close", () => open--)
+    response.on("close", () => {
+      open--
+      if (!response.writableEnded) aborted++
+    })
     const path = new URL(request.url ?? "/", "http://fake").pathname
     if (path !== "/v1/messages") {
       await readBody(request)
@@ -499,6 +517,7 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
       case "stream_error":
         return streamError(response, requestId, turn, body, stream, inputTokens)
       case "hang":
+        if (stream && turn.afterText !== undefined) return hangAfter(response, requestId, turn.afterText, body, inputTokens)
         return
     }
   }
@@ -522,6 +541,7 @@ export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
       decide = decider
     },
     open: () => open,
+    aborted: () => aborted,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()))

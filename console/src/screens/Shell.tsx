@@ -7,12 +7,14 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ConsoleConfig, describe, type Introspection, introspect, SESSION_ENDED, sql } from "../api.ts"
 import { Message, roleLabel } from "../components.tsx"
+import { useChanges } from "../changes.ts"
 import { navigationOf } from "../navigation.ts"
 import { announcePageChange, pageChangeOf, usePageChanges } from "../pages/pageChanges.ts"
 import { type App, appPath, pagePath, tablePath } from "../paths.ts"
 import { Link, navigate, type Route } from "../router.tsx"
 import { isExpired, type Session, session } from "../session.ts"
 import { Audit } from "./Audit.tsx"
+import { ChatPanel } from "./Chat.tsx"
 import { AppHome, NewApp } from "./Apps.tsx"
 import { NewPage, PageEditor, PageScreen } from "./Page.tsx"
 import { Permissions } from "./Permissions.tsx"
@@ -22,6 +24,7 @@ import { Users } from "./Users.tsx"
 
 const PUBLIC_APP: App = { schema_name: "public", display_name: "Public", description: "Tables outside any app." }
 const APP_KEY = "plinth.app"
+const CHAT_OPEN_KEY = "plinth.chat.open"
 
 type Screen =
   | { readonly kind: "home"; readonly app: string | null }
@@ -88,6 +91,17 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
   // Rows changed on a table screen: its count (introspection's stats) is read again.
   const [rowChanges, setRowChanges] = useState(0)
   useEvents(token, () => setResyncs((count) => count + 1))
+  // A change the chat made (a table, rows, a page): introspection and the pages are read again (`resyncs`), and an open table screen redrawn.
+  const [changes, setChanges] = useState(0)
+  useChanges(() => {
+    setResyncs((count) => count + 1)
+    setChanges((count) => count + 1)
+  })
+  const [chatOpen, setChatOpen] = useState(() => sessionStorage.getItem(CHAT_OPEN_KEY) === "true")
+  const toggleChat = () => {
+    sessionStorage.setItem(CHAT_OPEN_KEY, String(!chatOpen))
+    setChatOpen(!chatOpen)
+  }
 
   const routeApp = "app" in screen ? screen.app : null
   // The app last chosen in this tab, unless it is gone since.
@@ -173,7 +187,8 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
       case "home":
         return <AppHome app={currentApp} navigation={navigation} error={schemaError} user={user} config={props.config} />
       case "table":
-        return <TableScreen key={`${app}/${screen.table}`} app={currentApp} table={screen.table} navigation={navigation} schema={schema} onRowsChanged={() => setRowChanges((count) => count + 1)} />
+        // A change the chat made shows at once: the table screen reads its rows again.
+        return <TableScreen key={`${app}/${screen.table}/${changes}`} app={currentApp} table={screen.table} navigation={navigation} schema={schema} onRowsChanged={() => setRowChanges((count) => count + 1)} />
       case "users":
         return manager ? <Users me={user} /> : <NotAllowed />
       case "permissions":
@@ -216,6 +231,9 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
         <p class="who">
           <span>{user.display_name === "" ? user.email : user.display_name}</span> <span class="role">({roleLabel(user.role)})</span>
         </p>
+        {manager
+          ? <button type="button" class="secondary" aria-expanded={chatOpen} aria-controls="chat-panel" onClick={toggleChat}>Chat</button>
+          : null}
         <Link to="/profile" current={path === "/profile"}>Profile</Link>
         <button type="button" class="secondary" onClick={() => session.signOut()}>Sign out</button>
       </header>
@@ -271,6 +289,7 @@ export const Shell = (props: { readonly config: ConsoleConfig; readonly session:
             : null}
         </nav>
         {content}
+        {manager && chatOpen ? <div id="chat-panel" class="chat-panel"><ChatPanel app={app} /></div> : null}
       </div>
     </div>
   )
