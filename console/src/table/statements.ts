@@ -135,14 +135,45 @@ export const deleteStatement = (schema: string, table: string, key: ReadonlyArra
   params: [...keyValues]
 })
 
-/** The picker's options: at most `limit` rows of a referenced relation whose display columns contain `search`. */
-export const pickerStatement = (schema: string, relation: string, displayColumns: ReadonlyArray<string>, search: string, limit = 20): Statement => {
+/** Searches shorter than this have no trigram to look up: they look through the newest `PICKER_RECENT` rows only. */
+export const PICKER_SEARCH_ALL_FROM = 3
+
+/** How many of the newest rows a search of one or two characters looks through. */
+export const PICKER_RECENT = 5000
+
+/** How many rows the picker sorts by label at most: no search, or a longer one, reads this many before sorting. */
+export const PICKER_CANDIDATES = 200
+
+/**
+ * The picker's options: at most `limit` rows of a referenced relation whose display columns contain
+ * `search`, exact and then starting matches first, then by label. Bounded on a table of any size:
+ * the candidates are read newest first (`newestFirst`, the (created_at, id) index every managed
+ * table has) and only a bounded number of them is sorted. No search sorts the newest
+ * `PICKER_CANDIDATES` rows; one or two characters are looked for in the newest `PICKER_RECENT`; a
+ * longer search reads its newest `PICKER_CANDIDATES` matches (through the display columns' trigram
+ * indexes when they are few). A table smaller than those bounds is searched whole.
+ */
+export const pickerStatement = (
+  schema: string,
+  relation: string,
+  displayColumns: ReadonlyArray<string>,
+  search: string,
+  limit = 20,
+  newestFirst: ReadonlyArray<string> = ["created_at", "id"]
+): Statement => {
+  const { params, param } = parameters()
   const label = `concat_ws(' ', ${displayColumns.map((column) => `${quote(column)}::text`).join(", ")})`
-  const matches = search === "" ? "" : ` WHERE ${displayColumns.map((column) => `${quote(column)}::text ILIKE $1`).join(" OR ")}`
-  return {
-    sql: `SELECT ${quote("id")} AS value, ${label} AS label FROM ${qualified(schema, relation)}${matches} ORDER BY 2, 1 LIMIT ${search === "" ? "$1" : "$2"}`,
-    params: search === "" ? [limit] : [containsPattern(search), limit]
-  }
+  const newest = newestFirst.map((column) => `${quote(column)} DESC`).join(", ")
+  const candidates = (where: string, count: number) =>
+    `(SELECT ${quote("id")} AS value, ${label} AS label FROM ${qualified(schema, relation)}${where} ORDER BY ${newest} LIMIT ${count}) AS candidates`
+  if (search === "") return { sql: `SELECT value, label FROM ${candidates("", PICKER_CANDIDATES)} ORDER BY label, value LIMIT ${param(limit)}`, params }
+  const pattern = param(containsPattern(search))
+  const escaped = search.replace(/[\\%_]/g, (c) => `\\${c}`)
+  const rank = `CASE WHEN label ILIKE ${param(escaped)} THEN 0 WHEN label ILIKE ${param(`${escaped}%`)} THEN 1 ELSE 2 END`
+  const from = [...search].length < PICKER_SEARCH_ALL_FROM
+    ? `${candidates("", PICKER_RECENT)} WHERE label ILIKE ${pattern}`
+    : candidates(` WHERE ${displayColumns.map((column) => `${quote(column)}::text ILIKE ${pattern}`).join(" OR ")}`, PICKER_CANDIDATES)
+  return { sql: `SELECT value, label FROM ${from} ORDER BY ${rank}, label, value LIMIT ${param(limit)}`, params }
 }
 
 /** The rows a bulk action touches: these keys, or every row the screen's search and filters match. */
