@@ -31,11 +31,13 @@ export const ReferencePicker = (props: {
   const [failure, setFailure] = useState<string | null>(null)
   // The chosen row's name, kept while another search lists other rows.
   const [chosenLabel, setChosenLabel] = useState<string | null>(props.currentLabel)
+  // The search the options answer (the box may already hold the next one).
+  const [answered, setAnswered] = useState("")
   const table = field.referenceTable ?? ""
   const searched = search.trim()
   // A search shorter than PICKER_SEARCH_ALL_FROM looks through the newest PICKER_RECENT rows only: said when the table has more.
-  const rows = props.schema.stats.find((stat) => stat.relname === table)?.number_rows ?? 0
-  const partly = searched !== "" && [...searched].length < PICKER_SEARCH_ALL_FROM && rows > PICKER_RECENT
+  const tableRows = props.schema.stats.find((stat) => stat.relname === table)?.number_rows ?? 0
+  const partly = answered !== "" && [...answered].length < PICKER_SEARCH_ALL_FROM && tableRows > PICKER_RECENT
   useEffect(() => {
     let live = true
     const source = pickerSource(props.schema, props.model, table)
@@ -49,6 +51,7 @@ export const ReferencePicker = (props: {
         (rows) => {
           if (!live) return
           setOptions(rows.map((row) => ({ value: String(row["value"]), label: String(row["label"] ?? "") })))
+          setAnswered(searched)
           setFailure(null)
         },
         (error) => live && setFailure(describe(error))
