@@ -82,12 +82,16 @@ beforeAll(async () => {
   await admin("ALTER TABLE shop.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id)")
   for (const index of made.filter((index) => index.name !== "orders_pkey")) await admin(index.definition)
   expect(await ordersIndexes()).toEqual(made)
+  // The foreign key went unchecked during the load: every order's customer exists.
+  const [orphans] = await admin("SELECT count(*)::int AS n FROM shop.orders o WHERE NOT EXISTS (SELECT FROM shop.customers c WHERE c.id = o.customer)")
+  expect(orphans!["n"]).toBe(0)
   console.log(`[large table] ${made.length} indexes made again (${made.map((index) => index.definition.replace(/.* USING /, "")).join(", ")}) in ${Date.now() - started} ms`)
   started = Date.now()
   await admin("VACUUM ANALYZE shop.orders")
   await admin("ANALYZE shop.customers")
   console.log(`[large table] analysed in ${Date.now() - started} ms`)
-  // Made after the load: its foreign key needs the orders' primary key. A table whose reference picker searches the 1,000,000 orders.
+  // A table whose reference picker searches the 1,000,000 orders (made after the load: its foreign
+  // key needs the orders' primary key).
   await run("SELECT sys.create_table($1, $2)", ["payments", [
     { name: "purchase", type: "reference", references: "orders" },
     { name: "amount", type: "currency" }
