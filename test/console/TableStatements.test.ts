@@ -10,6 +10,8 @@ import {
   containsPattern,
   insertStatement,
   pageStatement,
+  PICKER_RECENT,
+  PICKER_SEARCH_ALL_FROM,
   pickerStatement,
   quote,
   updateStatement
@@ -76,10 +78,45 @@ describe("the table screen's statements", () => {
     })
   })
 
-  it("pick at most 20 rows by their display columns", () => {
-    expect(pickerStatement("shop", "customers_v", ["name", "city"], "ac")).toEqual({
-      sql: 'SELECT "id" AS value, concat_ws(\' \', "name"::text, "city"::text) AS label FROM "shop"."customers_v" WHERE "name"::text ILIKE $1 OR "city"::text ILIKE $1 ORDER BY 2, 1 LIMIT $2',
-      params: ["%ac%", 20]
+  describe("the reference picker: at most 20 rows, each search reading a bounded number of them", () => {
+    const label = `concat_ws(' ', "name"::text, "city"::text)`
+    const recent = `(SELECT "id" AS value, ${label} AS label FROM "shop"."customers_v" ORDER BY "created_at" DESC, "id" DESC LIMIT 5000) AS recent`
+    const order = "ORDER BY CASE WHEN label ILIKE $2 THEN 0 WHEN label ILIKE $3 THEN 1 ELSE 2 END, label, value LIMIT $4"
+
+    it("no search: the newest 5,000 rows (an index order), the first 20 of them by label", () => {
+      expect(PICKER_RECENT).toBe(5000)
+      expect(pickerStatement("shop", "customers_v", ["name", "city"], "")).toEqual({
+        sql: `SELECT value, label FROM ${recent} ORDER BY label, value LIMIT $1`,
+        params: [20]
+      })
+    })
+
+    it("one or two characters: looked for in the newest 5,000 rows only, exact and starting matches first", () => {
+      expect(PICKER_SEARCH_ALL_FROM).toBe(3)
+      for (const search of ["a", "ac", "é%"]) {
+        const escaped = search.replace("%", "\\%")
+        expect(pickerStatement("shop", "customers_v", ["name", "city"], search)).toEqual({
+          sql: `SELECT value, label FROM ${recent} WHERE label ILIKE $1 ${order}`,
+          params: [`%${escaped}%`, escaped, `${escaped}%`, 20]
+        })
+      }
+    })
+
+    it("three characters or more: the newest 5,000 rows first, then the older ones through the display columns (a trigram index), in one statement", () => {
+      const matches = '("name"::text ILIKE $1 OR "city"::text ILIKE $1)'
+      const older = '("created_at", "id") < (SELECT "created_at", "id" FROM "shop"."customers_v" ORDER BY "created_at" DESC, "id" DESC OFFSET 4999 LIMIT 1)'
+      expect(pickerStatement("shop", "customers_v", ["name", "city"], "ac_")).toEqual({
+        sql: `SELECT value, label FROM ((SELECT value, label FROM ${recent} WHERE label ILIKE $1 ${order}) UNION ALL ` +
+          `(SELECT value, label FROM (SELECT "id" AS value, ${label} AS label FROM "shop"."customers_v" WHERE ${matches} AND ${matches} AND ${older}) AS older ${order})) ` +
+          "AS options LIMIT $5",
+        params: ["%ac\\_%", "ac\\_", "ac\\_%", 20, 20]
+      })
+    })
+
+    it("a relation without created_at is read in its key's order", () => {
+      expect(pickerStatement("shop", "legacy", ["name"], "", 20, ["id"]).sql)
+        .toBe(`SELECT value, label FROM (SELECT "id" AS value, concat_ws(' ', "name"::text) AS label FROM "shop"."legacy" ORDER BY "id" DESC LIMIT 5000) AS recent ORDER BY label, value LIMIT $1`)
+      expect(pickerStatement("shop", "legacy", ["name"], "abc", 20, ["id"]).sql).toContain('("id") < (SELECT "id" FROM "shop"."legacy" ORDER BY "id" DESC OFFSET 4999 LIMIT 1)')
     })
   })
 

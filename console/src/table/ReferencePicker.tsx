@@ -1,12 +1,13 @@
 /**
  * A reference's picker: a search over the referenced table's display columns, on the server (at
- * most 20 options at a time), and the select of the matching rows. Forms pick a row's reference
- * with it, the table screen filters by one.
+ * most 20 options at a time, each search bounded however large the table: see `pickerStatement`),
+ * and the select of the matching rows. Forms pick a row's reference with it, the table screen
+ * filters by one.
  */
 import { useEffect, useState } from "preact/hooks"
 import { describe, type Introspection, sql } from "../api.ts"
 import { type Column, pickerSource, type TableModel } from "./model.ts"
-import { pickerStatement } from "./statements.ts"
+import { PICKER_RECENT, PICKER_SEARCH_ALL_FROM, pickerStatement } from "./statements.ts"
 
 export const ReferencePicker = (props: {
   readonly id: string
@@ -30,15 +31,27 @@ export const ReferencePicker = (props: {
   const [failure, setFailure] = useState<string | null>(null)
   // The chosen row's name, kept while another search lists other rows.
   const [chosenLabel, setChosenLabel] = useState<string | null>(props.currentLabel)
+  // The search the options answer (the box may already hold the next one).
+  const [answered, setAnswered] = useState("")
+  const table = field.referenceTable ?? ""
+  const searched = search.trim()
+  // A search shorter than PICKER_SEARCH_ALL_FROM looks through the newest PICKER_RECENT rows only: said when the table has more.
+  const tableRows = props.schema.stats.find((stat) => stat.relname === table)?.number_rows ?? 0
+  const partly = answered !== "" && [...answered].length < PICKER_SEARCH_ALL_FROM && tableRows > PICKER_RECENT
   useEffect(() => {
     let live = true
-    const source = pickerSource(props.schema, props.model, field.referenceTable ?? "")
+    const source = pickerSource(props.schema, props.model, table)
+    // Managed tables are read newest first by their (created_at, id) index; any other relation by its id.
+    const dated = props.schema.relations.some((relation) =>
+      relation.schema_name === props.model.schema && relation.table_name === table && relation.cols.some((column) => column.name === "created_at")
+    )
     const timer = setTimeout(() => {
-      const statement = pickerStatement(props.model.schema, source.relation, source.displayColumns, search.trim())
+      const statement = pickerStatement(props.model.schema, source.relation, source.displayColumns, searched, 20, dated ? ["created_at", "id"] : ["id"])
       sql(statement.sql, statement.params, props.app).then(
         (rows) => {
           if (!live) return
           setOptions(rows.map((row) => ({ value: String(row["value"]), label: String(row["label"] ?? "") })))
+          setAnswered(searched)
           setFailure(null)
         },
         (error) => live && setFailure(describe(error))
@@ -76,7 +89,8 @@ export const ReferencePicker = (props: {
         {[...current, ...options].map((option) => <option key={option.value} value={option.value}>{option.label}</option>)}
       </select>
       <p id={status} class="hint" aria-live="polite">
-        {failure ?? (options.length === 0 ? "No matching rows." : options.length === 20 ? "The first 20 matching rows." : `${options.length} matching ${options.length === 1 ? "row" : "rows"}.`)}
+        {failure ?? (options.length === 0 ? "No matching rows." : options.length === 20 ? "The first 20 matching rows." : `${options.length} matching ${options.length === 1 ? "row" : "rows"}.`) +
+          (partly ? ` Searched the newest ${PICKER_RECENT.toLocaleString("en-US")} rows: type ${PICKER_SEARCH_ALL_FROM} characters or more to search them all.` : "")}
       </p>
     </fieldset>
   )

@@ -135,14 +135,49 @@ export const deleteStatement = (schema: string, table: string, key: ReadonlyArra
   params: [...keyValues]
 })
 
-/** The picker's options: at most `limit` rows of a referenced relation whose display columns contain `search`. */
-export const pickerStatement = (schema: string, relation: string, displayColumns: ReadonlyArray<string>, search: string, limit = 20): Statement => {
+/** Searches shorter than this have no trigram to look up: they look through the newest `PICKER_RECENT` rows only. */
+export const PICKER_SEARCH_ALL_FROM = 3
+
+/** How many of the newest rows the picker looks through before it looks further (an index walk of this many rows). */
+export const PICKER_RECENT = 5000
+
+/**
+ * The picker's options: at most `limit` rows of a referenced relation whose display columns contain
+ * `search`, exact and then starting matches first, then by label. Each is bounded on a table of any
+ * size: the newest `PICKER_RECENT` rows (by `newestFirst`, the (created_at, id) index every managed
+ * table has) are read and the matches among them sorted; a table that small is searched whole. A
+ * search of `PICKER_SEARCH_ALL_FROM` characters or more that finds fewer than `limit` there goes on
+ * to the older rows through the display columns' trigram indexes (so as many rows as match).
+ */
+export const pickerStatement = (
+  schema: string,
+  relation: string,
+  displayColumns: ReadonlyArray<string>,
+  search: string,
+  limit = 20,
+  newestFirst: ReadonlyArray<string> = ["created_at", "id"]
+): Statement => {
+  const { params, param } = parameters()
+  const from = qualified(schema, relation)
   const label = `concat_ws(' ', ${displayColumns.map((column) => `${quote(column)}::text`).join(", ")})`
-  const matches = search === "" ? "" : ` WHERE ${displayColumns.map((column) => `${quote(column)}::text ILIKE $1`).join(" OR ")}`
-  return {
-    sql: `SELECT ${quote("id")} AS value, ${label} AS label FROM ${qualified(schema, relation)}${matches} ORDER BY 2, 1 LIMIT ${search === "" ? "$1" : "$2"}`,
-    params: search === "" ? [limit] : [containsPattern(search), limit]
-  }
+  const newest = `ORDER BY ${newestFirst.map((column) => `${quote(column)} DESC`).join(", ")}`
+  const recent = `(SELECT ${quote("id")} AS value, ${label} AS label FROM ${from} ${newest} LIMIT ${PICKER_RECENT}) AS recent`
+  if (search === "") return { sql: `SELECT value, label FROM ${recent} ORDER BY label, value LIMIT ${param(limit)}`, params }
+  const pattern = param(containsPattern(search))
+  const escaped = search.replace(/[\\%_]/g, (c) => `\\${c}`)
+  const order = `ORDER BY CASE WHEN label ILIKE ${param(escaped)} THEN 0 WHEN label ILIKE ${param(`${escaped}%`)} THEN 1 ELSE 2 END, label, value LIMIT ${param(limit)}`
+  const inRecent = `SELECT value, label FROM ${recent} WHERE label ILIKE ${pattern} ${order}`
+  if ([...search].length < PICKER_SEARCH_ALL_FROM) return { sql: inRecent, params }
+  const matches = `(${displayColumns.map((column) => `${quote(column)}::text ILIKE ${pattern}`).join(" OR ")})`
+  const key = `(${newestFirst.map(quote).join(", ")})`
+  // The rows older than the newest PICKER_RECENT (none when the table has no more).
+  const older = `${key} < (SELECT ${newestFirst.map(quote).join(", ")} FROM ${from} ${newest} OFFSET ${PICKER_RECENT - 1} LIMIT 1)`
+  // Stated twice: under row-level security the planner guesses an ILIKE's selectivity from the
+  // pattern's length alone, and a small guess makes it read the matches from the trigram index
+  // rather than walk the whole newest-first index through rows that may not match.
+  const inOlder = `SELECT value, label FROM (SELECT ${quote("id")} AS value, ${label} AS label FROM ${from} WHERE ${matches} AND ${matches} AND ${older}) AS older ${order}`
+  // The outer LIMIT stops before the older rows are read when the newest fill it (UNION ALL keeps the parts' order).
+  return { sql: `SELECT value, label FROM ((${inRecent}) UNION ALL (${inOlder})) AS options LIMIT ${param(limit)}`, params }
 }
 
 /** The rows a bulk action touches: these keys, or every row the screen's search and filters match. */
