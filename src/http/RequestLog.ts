@@ -2,7 +2,7 @@
  * The request log: one line per request (method, path without its query string, status, duration,
  * request id). Every request writes one, so the line is built by hand, in the shape Effect's JSON
  * logger gives it in production and its readable shape otherwise, and lines are written in batches
- * (one write per event-loop turn, or sooner once a few KB are waiting), flushed when the process
+ * (one write per BATCH_MS, or sooner once BATCH_CHARS are waiting), flushed when the process
  * stops. A program that installs no writer (tests, the bench's in-process services) logs request
  * lines through Effect's logger, as every other line.
  */
@@ -40,16 +40,22 @@ export interface BatchedLines {
   readonly flush: () => void
 }
 
-/** A batch is written once it holds this many characters, without waiting for the turn to end. */
-export const BATCH_CHARS = 8 * 1024
+/** A batch is written once it holds this many characters, without waiting for its time. */
+export const BATCH_CHARS = 32 * 1024
 
-/** Lines collected during one event-loop turn and written together at its end (or at BATCH_CHARS). */
+/**
+ * How long a batch collects lines after its first: a write per event-loop turn was still one system
+ * call per request at low concurrency (docs/performance-notes.md); a line is seen this much later.
+ */
+export const BATCH_MS = 20
+
+/** Lines collected for BATCH_MS after the first and written together (or at BATCH_CHARS). */
 export const batchedLines = (sink: LineSink): BatchedLines => {
   let pending = ""
-  let scheduled: ReturnType<typeof setImmediate> | undefined
+  let scheduled: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
     if (scheduled !== undefined) {
-      clearImmediate(scheduled)
+      clearTimeout(scheduled)
       scheduled = undefined
     }
     if (pending === "") return
@@ -61,7 +67,7 @@ export const batchedLines = (sink: LineSink): BatchedLines => {
     add: (line) => {
       pending += line
       if (pending.length >= BATCH_CHARS) flush()
-      else if (scheduled === undefined) scheduled = setImmediate(flush)
+      else if (scheduled === undefined) scheduled = setTimeout(flush, BATCH_MS)
     },
     flush
   }
