@@ -57,7 +57,7 @@ export const tenantSource = (databaseUrl: string, template: string | undefined, 
     if (!config.multiTenant) return { process, tenant: Option.none() }
     const sql = Context.get(process, SqlClient.SqlClient)
     const controlTemplate = template ?? deriveTenantTemplate(databaseUrl)
-    // Each service may read its own column of the clusters' templates only (migration 0027).
+    // Each service may read its own column of the clusters' templates only (migration 0025).
     const rowOf = (name: string) =>
       service === "main"
         ? sql<PlacementRow>`SELECT t.epoch, t.state, c.url_template AS template

@@ -180,7 +180,7 @@ describe("placement", () => {
 })
 
 describe("a control database migrated before clusters", () => {
-  it("gets the cluster default for its tenants from migration 0027, epoch 1, active", async () => {
+  it("gets the cluster default for its tenants from migration 0025, epoch 1, active", async () => {
     const old = await createTestDatabase()
     try {
       await query(old.adminUrl, (sql) =>
@@ -189,10 +189,10 @@ describe("a control database migrated before clusters", () => {
           yield* sql`DROP TABLE plinth.move_marks`
           yield* sql`ALTER TABLE plinth.tenants DROP COLUMN cluster, DROP COLUMN state, DROP COLUMN epoch, DROP COLUMN moving_to, DROP COLUMN previous_cluster`
           yield* sql`DROP TABLE plinth.clusters`
-          yield* sql`DELETE FROM plinth.schema_migrations WHERE version = 27`
+          yield* sql`DELETE FROM plinth.schema_migrations WHERE version = 25`
           yield* sql`INSERT INTO plinth.tenants (name) VALUES ('acme'), ('globex')`
         }))
-      expect(await Effect.runPromise(migrateDatabase(old.adminUrl))).toEqual(["0027_clusters.sql"])
+      expect(await Effect.runPromise(migrateDatabase(old.adminUrl))).toEqual(["0025_clusters.sql"])
       const rows = await query(old.adminUrl, (sql) => sql<{ name: string; cluster: string; state: string; epoch: number }>`
         SELECT name, cluster, state, epoch FROM plinth.tenants ORDER BY name`)
       expect(rows).toEqual([
