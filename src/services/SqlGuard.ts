@@ -112,11 +112,23 @@ interface TreeFacts {
 
 type Node = Record<string, unknown>
 
-/** `'text'`, `$3`, either cast (`$3::text`); NULL (keep the source) is undefined; anything else null. */
+/** `text` or `pg_catalog.text`, without a length or array bounds. */
+const isPlainText = (typeName: Node | undefined): boolean => {
+  const names = ((typeName?.["names"] ?? []) as ReadonlyArray<{ String?: { sval?: string } }>).map((part) => part.String?.sval)
+  const plain = Object.keys(typeName ?? {}).every((key) => key === "names" || key === "typemod" || key === "location")
+  return plain && (typeName?.["typemod"] ?? -1) === -1 &&
+    (names.length === 1 ? names[0] === "text" : names.length === 2 && names[0] === "pg_catalog" && names[1] === "text")
+}
+
+/**
+ * `'text'`, `$3`, either cast to text (`$3::text`); NULL (keep the source) is undefined; anything
+ * else null. A cast to another type is an expression too: its output is not the text checked
+ * (`::varchar(5)` cuts it, `::text[]::text` unescapes it).
+ */
 const sourceArgument = (argument: Node | undefined): PageSourceArgument | null | undefined => {
   if (argument === undefined) return undefined
-  const cast = argument["TypeCast"] as { arg?: Node } | undefined
-  if (cast !== undefined) return sourceArgument(cast.arg ?? {})
+  const cast = argument["TypeCast"] as { arg?: Node; typeName?: Node } | undefined
+  if (cast !== undefined) return isPlainText(cast.typeName) ? sourceArgument(cast.arg ?? {}) : null
   const param = argument["ParamRef"] as { number?: number } | undefined
   if (param !== undefined) return { parameter: Number(param.number ?? 0) }
   const constant = argument["A_Const"] as { isnull?: boolean; sval?: { sval?: string } } | undefined
@@ -209,6 +221,14 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
     return Effect.fail(new StatementRefused({ message: `${kindName(facts.refusedCte)} statements are not allowed` }))
   }
   const called = facts.called
+  // `db.sys.create_page(...)` is PostgreSQL's name for sys.create_page in the current database:
+  // every check by schema (sys, the page sources) would miss it.
+  const catalogQualified = called.find((parts) => parts.length > 2)
+  if (catalogQualified !== undefined) {
+    return Effect.fail(new StatementRefused({
+      message: `function ${catalogQualified.join(".")}: write the function as schema.name, without the database's name`
+    }))
+  }
   const denied = called.map((parts) => (parts.at(-1) ?? "").toLowerCase()).find(isDenied)
   if (denied !== undefined) return Effect.fail(new StatementRefused({ message: `function ${denied} is not allowed` }))
   // `UPDATE pg_settings SET setting = ...` is set_config by another name.

@@ -159,3 +159,38 @@ describe("a page with a problem is a 400 naming the block, and nothing is saved"
     expect(await sourceOf(slug)).toBeUndefined()
   })
 })
+
+describe("attacks on the way POST /sql finds the page source", () => {
+  const wipe = fence("sql wipe", "DELETE FROM items")
+
+  it("attack: the database's own name before sys (db.sys.create_page) hid the call from the guard and saved a page that deletes", async () => {
+    const database = await sql<SqlResult<{ name: string }>>("SELECT current_database() AS name")
+    const name = database.body.rows[0]!.name
+    const slug = freshSlug()
+    const answer = await sql<PlainErrorBody>(`SELECT "${name}".sys.create_page($1, 'T', $2)`, [slug, wipe])
+    expect(answer.status).toBe(400)
+    expect(answer.body.error).toMatch(/write the function as schema\.name/)
+    expect(await sourceOf(slug)).toBeUndefined()
+    // A page query so written calls a sys function all the same.
+    expect(await refusal(fence("sql sneaky", `SELECT "${name}".sys.drop_table('items')`))).toMatch(
+      /sql block 1 \(line 1, sneaky\): function .*\.sys\.drop_table: write the function as schema\.name/
+    )
+  })
+
+  it("attack: a cast through text[] turned a checked source into another page (array output unescapes its elements)", async () => {
+    // Array input reads `\`` as a backtick: the page checked has no fence, the page saved has one.
+    const hidden = "{\"x\n\\`\\`\\`sql wipe\nDELETE FROM items\n\\`\\`\\`\n\"}"
+    for (const text of [
+      `SELECT sys.create_page($1, 'T', $body$${hidden}$body$::text[]::text)`,
+      "SELECT sys.create_page($1, 'T', $2::text[]::text)",
+      "SELECT sys.create_page($1, 'T', $2::varchar(5))",
+      "SELECT sys.create_page($1, 'T', $2::name)"
+    ]) {
+      const slug = freshSlug()
+      const answer = await sql<PlainErrorBody>(text, text.includes("$2") ? [slug, hidden] : [slug])
+      expect(answer.status, text).toBe(400)
+      expect(answer.body.error, text).toMatch(/^pass the page source of sys.create_page \/ sys.update_page as a string literal or a \$n parameter/)
+      expect(await sourceOf(slug)).toBeUndefined()
+    }
+  })
+})
