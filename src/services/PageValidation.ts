@@ -5,7 +5,8 @@
  * no longer exists) is not looked for here: the page shows that error in the block's place.
  */
 import { Effect, Schema } from "effect"
-import { formatProblems, type PageProblem, parsePage, type QueryBlock } from "./PageFormat.ts"
+import { formatProblems, type PageProblem, type QueryBlock } from "./PageFormat.ts"
+import { parseForValidation } from "./PageParsing.ts"
 import type { PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
 import { toParameter } from "./SqlRunner.ts"
 
@@ -46,16 +47,14 @@ const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock
   return undefined
 })
 
-/** Refuses a page source that breaks the format, naming every wrong block. */
+/** Refuses a page source that breaks the format, naming every wrong block (parsed off the event loop: PageParsing.ts). */
 export const validatePageSource = Effect.fnUntraced(function*(check: Check, source: string) {
-  const page = parsePage(source)
+  const page = yield* parseForValidation(source).pipe(
+    Effect.catchTag("PageTooComplex", (error) => Effect.fail(new PageRefused({ message: error.message })))
+  )
   const problems = [...page.problems]
-  let index = 0
-  for (const block of page.blocks) {
-    if (block.kind === "markdown") continue
-    index++
-    if (block.kind !== "query") continue
-    const problem = yield* queryProblem(check, block, index)
+  for (const { query, index } of page.queries) {
+    const problem = yield* queryProblem(check, query, index)
     if (problem !== undefined) problems.push(problem)
   }
   if (problems.length > 0) {

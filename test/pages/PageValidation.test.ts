@@ -194,3 +194,32 @@ describe("attacks on the way POST /sql finds the page source", () => {
     }
   })
 })
+
+describe("attack: a source the markdown parser takes minutes over held the whole process", () => {
+  it.each([
+    ["nested list markers", "- ".repeat(100_000) + "x"],
+    ["runs of emphasis marks", "*a**".repeat(50_000)],
+    ["setext underlines", "a\n=\n".repeat(50_000)]
+  ])("attack: %s are a 400, checked off the event loop with a deadline", async (_, source) => {
+    const slug = freshSlug()
+    const [refused, meanwhile] = await Promise.all([create(slug, source), sql<SqlResult<{ one: number }>>("SELECT 1 AS one")])
+    expect(refused.status).toBe(400)
+    expect((refused.body as PlainErrorBody).error).toMatch(/^the page source is too complex to check/)
+    expect(meanwhile.body).toMatchObject({ rows: [{ one: 1 }] })
+    expect(await sourceOf(slug)).toBeUndefined()
+  })
+})
+
+describe("page sources are checked in a few workers at once, whoever sends them", () => {
+  it("attack: many slow sources at once are refused with a 429 past the workers, not queued behind each other", async () => {
+    const member = await signedIn(stack, "member@plinth.test", "member")
+    const slow = "- ".repeat(100_000) + "x"
+    const asMember = () => post<PlainErrorBody>(stack.main.url, "/sql", { sql: "SELECT sys.create_page($1, 'T', $2)", params: [freshSlug(), slow] }, { token: member.token })
+    const answers = await Promise.all([...[1, 2, 3].map(() => create(freshSlug(), slow)), ...[1, 2, 3].map(asMember)])
+    const statuses = answers.map((answer) => answer.status).sort()
+    expect(statuses).toEqual([400, 400, 400, 400, 429, 429])
+    for (const answer of answers) {
+      expect((answer.body as PlainErrorBody).error).toMatch(answer.status === 400 ? /^the page source is too complex to check/ : /^too many page sources are being checked at once/)
+    }
+  })
+})
