@@ -15,7 +15,7 @@ import type { SqlError } from "effect/sql"
 import { AccessTokens, type Principal } from "../services/AccessTokens.ts"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
-import { validatePageSources } from "../services/PageValidation.ts"
+import { readOnlyProblem, validatePageSources } from "../services/PageValidation.ts"
 import { isDeniedFunction, type PageSourceArgument, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { QUALIFIED_NAME, quoteIdentifier } from "../services/SqlIdentifier.ts"
@@ -103,8 +103,12 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     if (params.length < statement.parameters) {
       return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
     }
+    // A page's query, which its viewer runs unread: refused unless it only reads, then read-only in the database too.
+    const readOnly = payload.readOnly === true
+    const notReading = readOnly ? readOnlyProblem(statement) : undefined
+    if (notReading !== undefined) return yield* new BadRequest({ error: `readOnly: ${notReading}` })
     const context = yield* resolveRequestContext(principal, request)
-    const run = runner.run(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+    const run = runner.run(readOnly ? { ...context, readOnly } : context, payload.sql, params, statement, config.sqlMaxResponseBytes)
     return yield* admission.admit(
       admissionKey(yield* CurrentTenant, principal.userId),
       // Checking a page source takes a worker thread: it counts as one of the user's statements.

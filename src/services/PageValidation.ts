@@ -7,7 +7,7 @@
 import { Effect, Schema } from "effect"
 import { formatProblems, type PageProblem, type QueryBlock } from "./PageFormat.ts"
 import { parseForValidation } from "./PageParsing.ts"
-import type { PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
+import type { GuardedStatement, PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
 import { toParameter } from "./SqlRunner.ts"
 
 /** The page source breaks the format; `message` names each wrong block and its line. */
@@ -27,6 +27,17 @@ const problemOf = (query: QueryBlock, index: number, line: number, message: stri
   message: `sql block ${index} (line ${line}, ${query.name}): ${message}.`
 })
 
+/**
+ * Why a statement the guard passed is not one that only reads, or undefined: the rule for a page's
+ * queries, on save and when POST /sql runs one with `readOnly`.
+ */
+export const readOnlyProblem = (statement: GuardedStatement): string | undefined => {
+  if (statement.kind !== "SELECT") return `a page query must be one SELECT, not ${statement.kind === "DELETE" ? "a" : "an"} ${statement.kind}`
+  if (statement.writesInCte) return "a page query only reads: no INSERT, UPDATE or DELETE in its WITH"
+  if (statement.callsSys) return "a page query only reads: it may not call sys functions"
+  return undefined
+}
+
 /** What is wrong with one query as a page query, or undefined. */
 const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock, index: number) {
   const verdict = yield* Effect.result(check(query.sql))
@@ -37,9 +48,8 @@ const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock
   }
   const statement = verdict.success
   const at = (message: string) => problemOf(query, index, query.line, message)
-  if (statement.kind !== "SELECT") return at(`a page query must be one SELECT, not ${statement.kind === "DELETE" ? "a" : "an"} ${statement.kind}`)
-  if (statement.writesInCte) return at("a page query only reads: no INSERT, UPDATE or DELETE in its WITH")
-  if (statement.callsSys) return at("a page query only reads: it may not call sys functions")
+  const reads = readOnlyProblem(statement)
+  if (reads !== undefined) return at(reads)
   if (statement.parameters > query.params.length) {
     return at(`it uses $${statement.parameters} but its params option names ${query.params.length} page parameter${query.params.length === 1 ? "" : "s"}; ` +
       "name the URL parameter bound to each $n in order, e.g. ```sql " + query.name + " params=region,year")

@@ -223,3 +223,30 @@ describe("page sources are checked in a few workers at once, whoever sends them"
     }
   })
 })
+
+describe("a page's queries run read-only, whatever the page says (the console sends them with readOnly)", () => {
+  it("attack: a page saved unchecked (a view calling sys.create_page) ran its DELETE as whoever viewed it", async () => {
+    // The owner saves a page past validation: the view's SQL is a string the guard does not read.
+    const maker = "SELECT sys.create_page('unchecked', 'U', E'```sql wipe\\nDELETE FROM items\\n```\\n```table query=wipe\\n```\\n') AS made"
+    expect((await sql("SELECT sys.create_view('page_maker', $1)", [maker])).status).toBe(200)
+    expect((await sql("SELECT made FROM page_maker")).status).toBe(200)
+    const saved = await sourceOf("unchecked")
+    expect(saved).toContain("DELETE FROM items")
+    const count = async () => (await sql<SqlResult<{ n: string }>>("SELECT count(*) AS n FROM items")).body.rows[0]!.n
+    const before = await count()
+    // What the console sends for the page's query: refused before the database.
+    const asViewer = (text: string) => post<{ error: string | { code: string } }>(stack.main.url, "/sql", { sql: text, readOnly: true }, { token: owner.token })
+    const refused = await asViewer("DELETE FROM items")
+    expect(refused.status).toBe(400)
+    expect(refused.body.error).toBe("readOnly: a page query must be one SELECT, not a DELETE")
+    expect((await asViewer("SELECT sys.delete_page('unchecked')")).body.error).toBe("readOnly: a page query only reads: it may not call sys functions")
+    expect((await asViewer("WITH d AS (DELETE FROM items RETURNING 1) SELECT count(*) FROM d")).status).toBe(400)
+    // Past the guard (a write inside a view), the read-only transaction refuses it.
+    const inView = await asViewer("SELECT made FROM page_maker")
+    expect(inView.body).toMatchObject({ error: { code: "25006", message: "cannot execute INSERT in a read-only transaction" } })
+    expect(inView.status).toBe(400)
+    expect(await count()).toBe(before)
+    const read = await post<SqlResult<{ one: number }>>(stack.main.url, "/sql", { sql: "SELECT 1 AS one", readOnly: true }, { token: owner.token })
+    expect(read.body.rows).toEqual([{ one: 1 }])
+  })
+})
