@@ -73,22 +73,25 @@ export const validatePageSource = Effect.fnUntraced(function*(check: Check, sour
   }
 })
 
+/** Page sources one statement may pass: each is parsed in a worker with a deadline of its own. */
+export const MAX_PAGE_SOURCES = 10
+
 /**
  * The page sources a guarded statement passes, checked: a literal as written, a parameter as it
- * will be bound (null keeps an updated page's source).
+ * will be bound (null keeps an updated page's source), each distinct text once.
  */
 export const validatePageSources = Effect.fnUntraced(function*(
   check: Check,
   sources: ReadonlyArray<PageSourceArgument>,
   params: ReadonlyArray<unknown>
 ) {
-  for (const source of sources) {
-    if ("literal" in source) {
-      yield* validatePageSource(check, source.literal)
-      continue
-    }
-    // The text the database would be given (SqlRunner binds it the same way).
-    const value = toParameter(params[source.parameter - 1])
-    if (value !== null) yield* validatePageSource(check, value)
+  // The text the database would be given (SqlRunner binds a parameter the same way).
+  const texts = new Set(sources.flatMap((source) => {
+    const text = "literal" in source ? source.literal : toParameter(params[source.parameter - 1])
+    return text === null ? [] : [text]
+  }))
+  if (texts.size > MAX_PAGE_SOURCES) {
+    return yield* new PageRefused({ message: `one statement may save at most ${MAX_PAGE_SOURCES} page sources; save the others in further statements` })
   }
+  for (const text of texts) yield* validatePageSource(check, text)
 })

@@ -250,3 +250,17 @@ describe("a page's queries run read-only, whatever the page says (the console se
     expect(read.body.rows).toEqual([{ one: 1 }])
   })
 })
+
+describe("the page sources of one statement are bounded", () => {
+  it("attack: one statement passing thousands of slow page sources held its request for hours (each parsed to its deadline in turn)", async () => {
+    const slow = (n: number) => "- ".repeat(40_000) + String(n)
+    const calls = Array.from({ length: 2_000 }, (_, n) => `sys.create_page('s${n}', 'T', $${(n % 11) + 1})`)
+    const answer = await sql<PlainErrorBody>(`SELECT ${calls.join(", ")}`, Array.from({ length: 11 }, (_, n) => slow(n)))
+    expect(answer.status).toBe(400)
+    expect(answer.body.error).toBe("one statement may save at most 10 page sources; save the others in further statements")
+    // The same source given again is checked once: ten distinct ones are within the bound.
+    const ten = Array.from({ length: 20 }, (_, n) => `sys.create_page('${freshSlug()}', 'T', $${(n % 10) + 1})`)
+    const fine = await sql(`SELECT ${ten.join(", ")}`, Array.from({ length: 10 }, (_, n) => `# Page ${n}`))
+    expect(fine.status).toBe(200)
+  })
+})
