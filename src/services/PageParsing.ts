@@ -21,8 +21,10 @@ export class PagesBusy extends Schema.TaggedError<PagesBusy>()("PagesBusy", { me
 /** The source could not be parsed within the deadline or the worker's memory. */
 export class PageTooComplex extends Schema.TaggedError<PageTooComplex>()("PageTooComplex", { message: Schema.String }) {}
 
-/** How long a page source may take to parse: a real page takes a small part of it. */
+/** How long a page source may take to parse, once the worker has loaded: a real page takes a small part of it. */
 export const PAGE_PARSE_DEADLINE = Duration.seconds(2)
+/** How long a worker may take to load (the parser's modules): past it the process is too busy. */
+const WORKER_START_DEADLINE = Duration.seconds(30)
 /** The worker's heap: a tree of the largest body fits in it many times over. */
 const WORKER_HEAP_MB = 256
 /** Workers parsing at once in the process, whoever asked: each may hold a core until its deadline. */
@@ -48,7 +50,7 @@ export const parseForValidation = (source: string): Effect.Effect<ParsedForValid
       return
     }
     running++
-    const worker = new Worker(workerUrl, { workerData: source, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } })
+    const worker = new Worker(workerUrl, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } })
     let settled = false
     const end = () => {
       if (settled) return false
@@ -58,11 +60,20 @@ export const parseForValidation = (source: string): Effect.Effect<ParsedForValid
       void worker.terminate()
       return true
     }
-    const settle = (effect: Effect.Effect<ParsedForValidation, PageTooComplex>) => {
+    const settle = (effect: Effect.Effect<ParsedForValidation, PageTooComplex | PagesBusy>) => {
       if (end()) resume(effect)
     }
-    const timer = setTimeout(() => settle(Effect.fail(tooComplex())), Duration.toMillis(PAGE_PARSE_DEADLINE))
-    worker.once("message", (parsed: ParsedForValidation) => settle(Effect.succeed(parsed)))
+    // The deadline counts the parse alone, from the worker's "ready": loading it is not the source's doing.
+    let timer = setTimeout(
+      () => settle(Effect.fail(new PagesBusy({ message: "the page checker did not start in time; try again shortly" }))),
+      Duration.toMillis(WORKER_START_DEADLINE)
+    )
+    worker.once("message", () => {
+      clearTimeout(timer)
+      timer = setTimeout(() => settle(Effect.fail(tooComplex())), Duration.toMillis(PAGE_PARSE_DEADLINE))
+      worker.once("message", (parsed: ParsedForValidation) => settle(Effect.succeed(parsed)))
+      worker.postMessage(source)
+    })
     worker.once("error", () => settle(Effect.fail(tooComplex())))
     worker.once("exit", () => settle(Effect.fail(tooComplex())))
     return Effect.sync(() => void end())
