@@ -100,6 +100,8 @@ interface TreeFacts {
   readonly called: Array<ReadonlyArray<string>>
   /** The highest `$n` (0 when it has no parameters). */
   highestParameter: number
+  /** How many times each `$n` appears. */
+  readonly parameterUses: Map<number, number>
   /** The first system catalog a data-modifying statement (top level or in a CTE) targets. */
   writtenCatalog: string | undefined
   /** The first CTE whose statement is not a SELECT, INSERT, UPDATE or DELETE (MERGE), by node name. */
@@ -162,7 +164,7 @@ const catalogTarget = (statement: unknown): string | undefined => {
  * few thousand nested terms must not overflow the JavaScript stack.
  */
 const treeFacts = (tree: unknown): TreeFacts => {
-  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false, pageSources: [] }
+  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false, pageSources: [], parameterUses: new Map() }
   const stack: Array<readonly [string, unknown]> = [["", tree]]
   while (stack.length > 0) {
     const [key, node] = stack.pop()!
@@ -175,7 +177,9 @@ const treeFacts = (tree: unknown): TreeFacts => {
         if (source !== undefined) facts.pageSources.push(source)
       }
     } else if (key === "ParamRef") {
-      facts.highestParameter = Math.max(facts.highestParameter, Number((node as { number?: number }).number ?? 0))
+      const number = Number((node as { number?: number }).number ?? 0)
+      facts.highestParameter = Math.max(facts.highestParameter, number)
+      facts.parameterUses.set(number, (facts.parameterUses.get(number) ?? 0) + 1)
       continue
     } else if (DATA_MODIFYING.has(key)) {
       facts.writtenCatalog ??= catalogTarget(node)
@@ -235,6 +239,16 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
   const catalog = facts.writtenCatalog
   if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
   // A page source is checked before the statement runs, so it must be one that can be read without running it.
+  // A `$n` used elsewhere too may be typed there (`$1::name`): the source saved would be its cast, not the text checked.
+  const sourceUses = new Map<number, number>()
+  for (const source of facts.pageSources) {
+    if (source !== null && "parameter" in source) sourceUses.set(source.parameter, (sourceUses.get(source.parameter) ?? 0) + 1)
+  }
+  if ([...sourceUses].some(([number, uses]) => facts.parameterUses.get(number) !== uses)) {
+    return Effect.fail(new StatementRefused({
+      message: "a $n that passes a page source to sys.create_page / sys.update_page may not be used elsewhere in the statement"
+    }))
+  }
   if (facts.pageSources.includes(null)) {
     return Effect.fail(new StatementRefused({
       message: "pass the page source of sys.create_page / sys.update_page as a string literal or a $n parameter, so it can be checked"

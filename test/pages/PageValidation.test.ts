@@ -264,3 +264,14 @@ describe("the page sources of one statement are bounded", () => {
     expect(fine.status).toBe(200)
   })
 })
+
+describe("a page source's parameter is typed by its place as the source only", () => {
+  it("attack: $1::name elsewhere in the statement typed the source as name, and a 63-byte cut of the checked page was saved", async () => {
+    const slug = freshSlug()
+    const source = "# " + "x".repeat(70) + "\n\n" + DASHBOARD
+    const answer = await sql<PlainErrorBody>("SELECT $1::name IS NOT NULL AS named, sys.create_page($2, 'T', $1)", [source, slug])
+    expect(answer.status).toBe(400)
+    expect(answer.body.error).toBe("a $n that passes a page source to sys.create_page / sys.update_page may not be used elsewhere in the statement")
+    expect(await sourceOf(slug)).toBeUndefined()
+  })
+})

@@ -320,6 +320,14 @@ describe("page sources (checked against the page format before the statement run
   })
 
   it.each([
+    "SELECT $1::name IS NOT NULL, sys.create_page('a', 't', $1)",
+    "SELECT sys.create_page('a', 't', $1) WHERE $1::char(3) IS NOT NULL",
+    "SELECT sys.create_page($1, 't', $1)"
+  ])("attack: a page source's $n typed elsewhere in the statement was saved as its cast (%s)", async (text) => {
+    expect(await refusal(text)).toBe("a $n that passes a page source to sys.create_page / sys.update_page may not be used elsewhere in the statement")
+  })
+
+  it.each([
     ["SELECT sys.create_page('a', 't', $1::pg_catalog.text)", [{ parameter: 1 }]],
     ["SELECT sys.create_page('a', 't', text '# Hi'::text)", [{ literal: "# Hi" }]],
     ["SELECT sys.create_page('a', 't', U&'\\0023 Hi')", [{ literal: "# Hi" }]]
