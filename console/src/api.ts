@@ -65,6 +65,10 @@ export const call = async <A>(use: (client: AsyncPlinthClient) => Promise<A>, ap
 export const sql = async (statement: string, params: ReadonlyArray<unknown> = [], appSchema?: string) =>
   (await call((client) => client.sql(statement, params), appSchema)).rows
 
+/** A page's query: one SELECT the server runs only if it reads, in a read-only transaction (docs/pages.md). */
+export const pageQuery = async (statement: string, params: ReadonlyArray<unknown>, appSchema: string) =>
+  (await call((client) => client.sql(statement, params, { readOnly: true }), appSchema)).rows
+
 /** POST / in `appSchema`: the relations, keys, stats and metadata the user may see. */
 export const introspect = (appSchema: string) => call((client) => client.run((c) => c.mainApi.introspection.introspect({ payload: {} })), appSchema)
 export type Introspection = Awaited<ReturnType<typeof introspect>>

@@ -32,7 +32,7 @@ export interface AsyncPlinthClient {
   /** POST /auth/login (not in production); keeps the JWT. */
   readonly login: (email: string, password: string) => Promise<SignedIn>
   /** POST /sql as the signed-in user. */
-  readonly sql: (sql: string, params?: ReadonlyArray<unknown>) => Promise<SqlResult>
+  readonly sql: (sql: string, params?: ReadonlyArray<unknown>, options?: { readonly readOnly?: boolean }) => Promise<SqlResult>
   /** POST /function/:name with positional arguments. */
   readonly call: (name: string, args?: ReadonlyArray<unknown>) => Promise<SqlResult>
   /**
@@ -76,7 +76,8 @@ export const createPlinthClient = (options: PlinthClientOptions): AsyncPlinthCli
     requestMagicLink: (email) => run((c) => Effect.asVoid(c.mainApi.auth.requestMagicLink({ payload: { email } }))),
     signIn: (linkToken) => signedIn(Effect.suspend(() => client.mainApi.auth.verifyMagicLink({ payload: { token: linkToken } }))),
     login: (email, password) => signedIn(Effect.suspend(() => client.mainApi.auth.login({ payload: { email, password } }))),
-    sql: (sql, params) => run((c) => c.mainApi.data.sql({ payload: params === undefined ? { sql } : { sql, params } })),
+    sql: (sql, params, options) =>
+      run((c) => c.mainApi.data.sql({ payload: { sql, ...(params === undefined ? {} : { params }), ...(options?.readOnly === true ? { readOnly: true } : {}) } })),
     call: (name, args = []) => run((c) => c.mainApi.data.function({ params: { name }, payload: args })),
     events: () => run((c) => c.mainApi.events.events({ query: {} })).then(Stream.toAsyncIterable),
     chat: (conversationId, content) => iterate(() => client.chat(conversationId, content)),

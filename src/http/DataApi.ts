@@ -17,7 +17,9 @@ export const Params = Schema.Array(Schema.Unknown).pipe(Schema.check(Schema.isMa
 
 export const SqlPayload = Schema.Struct({
   sql: Schema.String.pipe(Schema.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_SQL_LENGTH))),
-  params: Schema.optionalKey(Params)
+  params: Schema.optionalKey(Params),
+  /** One SELECT that writes nothing, run in a read-only transaction (a page's queries: docs/pages.md). */
+  readOnly: Schema.optionalKey(Schema.Boolean)
 })
 
 export const SqlResultBody = Schema.Struct({

@@ -15,8 +15,8 @@ import type { SqlError } from "effect/sql"
 import { AccessTokens, type Principal } from "../services/AccessTokens.ts"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
-import { validatePageSources } from "../services/PageValidation.ts"
-import { isDeniedFunction, SqlGuard } from "../services/SqlGuard.ts"
+import { readOnlyProblem, validatePageSources } from "../services/PageValidation.ts"
+import { isDeniedFunction, type PageSourceArgument, SqlGuard } from "../services/SqlGuard.ts"
 import type { SqlParseError } from "../services/SqlParser.ts"
 import { QUALIFIED_NAME, quoteIdentifier } from "../services/SqlIdentifier.ts"
 import { StatementAdmission, type StatementsBusy } from "../services/StatementAdmission.ts"
@@ -31,6 +31,8 @@ import { jsonBody } from "./Validation.ts"
 /** Reached through POST /sql (sys) or not at all (the catalogs). */
 const BLOCKED_SCHEMAS = new Set(["sys", "pg_catalog", "information_schema", "plinth", "extensions"])
 const FUNCTION_PREFIX = "/function/"
+/** A page source waits about one parse deadline for a worker (PageParsing.ts). */
+const PAGES_BUSY_RETRY_SECONDS = 2
 
 /** The name as the client sent it, %-escapes decoded (a broken one is left as it came). */
 const functionName = (request: HttpServerRequest.HttpServerRequest): string => {
@@ -60,7 +62,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
 
   /** The route's answer; database failures as responses with their own §7 status. */
   const answer = <R>(
-    effect: Effect.Effect<StatementResult, SqlError.SqlError | SqlParseError | ResponseTooLarge | UnsupportedResult | StatementsBusy | BadRequest, R>
+    effect: Effect.Effect<StatementResult, SqlError.SqlError | SqlParseError | ResponseTooLarge | UnsupportedResult | StatementsBusy | BadRequest | TooManyRequests, R>
   ) =>
     Effect.catchTags(Effect.map(effect, respond), {
       SqlError: (error) => {
@@ -84,6 +86,14 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
         }))
     })
 
+  const checkPages = (sources: ReadonlyArray<PageSourceArgument>, params: ReadonlyArray<unknown>) =>
+    validatePageSources(guard.check, sources, params).pipe(
+      Effect.catchTags({
+        PageRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message })),
+        PagesBusy: (busy) => Effect.fail(new TooManyRequests({ error: busy.message, retryAfterSeconds: PAGES_BUSY_RETRY_SECONDS }))
+      })
+    )
+
   // Defined once, not as a generator written inline per request (see the top of this file).
   const guarded = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, principal: Principal, payload: typeof SqlPayload.Type) {
     const statement = yield* guard.check(payload.sql).pipe(
@@ -93,15 +103,16 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     if (params.length < statement.parameters) {
       return yield* new BadRequest({ error: `the statement uses $${statement.parameters} but ${params.length} params were given` })
     }
-    if (statement.pageSources !== undefined) {
-      yield* validatePageSources(guard.check, statement.pageSources, params).pipe(
-        Effect.catchTag("PageRefused", (refused) => Effect.fail(new BadRequest({ error: refused.message })))
-      )
-    }
+    // A page's query, which its viewer runs unread: refused unless it only reads, then read-only in the database too.
+    const readOnly = payload.readOnly === true
+    const notReading = readOnly ? readOnlyProblem(statement) : undefined
+    if (notReading !== undefined) return yield* new BadRequest({ error: `readOnly: ${notReading}` })
     const context = yield* resolveRequestContext(principal, request)
+    const run = runner.run(readOnly ? { ...context, readOnly } : context, payload.sql, params, statement, config.sqlMaxResponseBytes)
     return yield* admission.admit(
       admissionKey(yield* CurrentTenant, principal.userId),
-      runner.run(context, payload.sql, params, statement, config.sqlMaxResponseBytes)
+      // Checking a page source takes a worker thread: it counts as one of the user's statements.
+      statement.pageSources === undefined ? run : Effect.andThen(checkPages(statement.pageSources, params), run)
     )
   })
 

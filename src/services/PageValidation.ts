@@ -5,8 +5,9 @@
  * no longer exists) is not looked for here: the page shows that error in the block's place.
  */
 import { Effect, Schema } from "effect"
-import { formatProblems, type PageProblem, parsePage, type QueryBlock } from "./PageFormat.ts"
-import type { PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
+import { formatProblems, type PageProblem, type QueryBlock } from "./PageFormat.ts"
+import { parseForValidation } from "./PageParsing.ts"
+import type { GuardedStatement, PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
 import { toParameter } from "./SqlRunner.ts"
 
 /** The page source breaks the format; `message` names each wrong block and its line. */
@@ -26,6 +27,17 @@ const problemOf = (query: QueryBlock, index: number, line: number, message: stri
   message: `sql block ${index} (line ${line}, ${query.name}): ${message}.`
 })
 
+/**
+ * Why a statement the guard passed is not one that only reads, or undefined: the rule for a page's
+ * queries, on save and when POST /sql runs one with `readOnly`.
+ */
+export const readOnlyProblem = (statement: GuardedStatement): string | undefined => {
+  if (statement.kind !== "SELECT") return `a page query must be one SELECT, not ${statement.kind === "DELETE" ? "a" : "an"} ${statement.kind}`
+  if (statement.writesInCte) return "a page query only reads: no INSERT, UPDATE or DELETE in its WITH"
+  if (statement.callsSys) return "a page query only reads: it may not call sys functions"
+  return undefined
+}
+
 /** What is wrong with one query as a page query, or undefined. */
 const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock, index: number) {
   const verdict = yield* Effect.result(check(query.sql))
@@ -36,9 +48,8 @@ const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock
   }
   const statement = verdict.success
   const at = (message: string) => problemOf(query, index, query.line, message)
-  if (statement.kind !== "SELECT") return at(`a page query must be one SELECT, not ${statement.kind === "DELETE" ? "a" : "an"} ${statement.kind}`)
-  if (statement.writesInCte) return at("a page query only reads: no INSERT, UPDATE or DELETE in its WITH")
-  if (statement.callsSys) return at("a page query only reads: it may not call sys functions")
+  const reads = readOnlyProblem(statement)
+  if (reads !== undefined) return at(reads)
   if (statement.parameters > query.params.length) {
     return at(`it uses $${statement.parameters} but its params option names ${query.params.length} page parameter${query.params.length === 1 ? "" : "s"}; ` +
       "name the URL parameter bound to each $n in order, e.g. ```sql " + query.name + " params=region,year")
@@ -46,16 +57,14 @@ const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock
   return undefined
 })
 
-/** Refuses a page source that breaks the format, naming every wrong block. */
+/** Refuses a page source that breaks the format, naming every wrong block (parsed off the event loop: PageParsing.ts). */
 export const validatePageSource = Effect.fnUntraced(function*(check: Check, source: string) {
-  const page = parsePage(source)
+  const page = yield* parseForValidation(source).pipe(
+    Effect.catchTag("PageTooComplex", (error) => Effect.fail(new PageRefused({ message: error.message })))
+  )
   const problems = [...page.problems]
-  let index = 0
-  for (const block of page.blocks) {
-    if (block.kind === "markdown") continue
-    index++
-    if (block.kind !== "query") continue
-    const problem = yield* queryProblem(check, block, index)
+  for (const { query, index } of page.queries) {
+    const problem = yield* queryProblem(check, query, index)
     if (problem !== undefined) problems.push(problem)
   }
   if (problems.length > 0) {
@@ -64,22 +73,25 @@ export const validatePageSource = Effect.fnUntraced(function*(check: Check, sour
   }
 })
 
+/** Page sources one statement may pass: each is parsed in a worker with a deadline of its own. */
+export const MAX_PAGE_SOURCES = 10
+
 /**
  * The page sources a guarded statement passes, checked: a literal as written, a parameter as it
- * will be bound (null keeps an updated page's source).
+ * will be bound (null keeps an updated page's source), each distinct text once.
  */
 export const validatePageSources = Effect.fnUntraced(function*(
   check: Check,
   sources: ReadonlyArray<PageSourceArgument>,
   params: ReadonlyArray<unknown>
 ) {
-  for (const source of sources) {
-    if ("literal" in source) {
-      yield* validatePageSource(check, source.literal)
-      continue
-    }
-    // The text the database would be given (SqlRunner binds it the same way).
-    const value = toParameter(params[source.parameter - 1])
-    if (value !== null) yield* validatePageSource(check, value)
+  // The text the database would be given (SqlRunner binds a parameter the same way).
+  const texts = new Set(sources.flatMap((source) => {
+    const text = "literal" in source ? source.literal : toParameter(params[source.parameter - 1])
+    return text === null ? [] : [text]
+  }))
+  if (texts.size > MAX_PAGE_SOURCES) {
+    return yield* new PageRefused({ message: `one statement may save at most ${MAX_PAGE_SOURCES} page sources; save the others in further statements` })
   }
+  for (const text of texts) yield* validatePageSource(check, text)
 })

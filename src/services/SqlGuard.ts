@@ -100,6 +100,8 @@ interface TreeFacts {
   readonly called: Array<ReadonlyArray<string>>
   /** The highest `$n` (0 when it has no parameters). */
   highestParameter: number
+  /** How many times each `$n` appears. */
+  readonly parameterUses: Map<number, number>
   /** The first system catalog a data-modifying statement (top level or in a CTE) targets. */
   writtenCatalog: string | undefined
   /** The first CTE whose statement is not a SELECT, INSERT, UPDATE or DELETE (MERGE), by node name. */
@@ -112,11 +114,23 @@ interface TreeFacts {
 
 type Node = Record<string, unknown>
 
-/** `'text'`, `$3`, either cast (`$3::text`); NULL (keep the source) is undefined; anything else null. */
+/** `text` or `pg_catalog.text`, without a length or array bounds. */
+const isPlainText = (typeName: Node | undefined): boolean => {
+  const names = ((typeName?.["names"] ?? []) as ReadonlyArray<{ String?: { sval?: string } }>).map((part) => part.String?.sval)
+  const plain = Object.keys(typeName ?? {}).every((key) => key === "names" || key === "typemod" || key === "location")
+  return plain && (typeName?.["typemod"] ?? -1) === -1 &&
+    (names.length === 1 ? names[0] === "text" : names.length === 2 && names[0] === "pg_catalog" && names[1] === "text")
+}
+
+/**
+ * `'text'`, `$3`, either cast to text (`$3::text`); NULL (keep the source) is undefined; anything
+ * else null. A cast to another type is an expression too: its output is not the text checked
+ * (`::varchar(5)` cuts it, `::text[]::text` unescapes it).
+ */
 const sourceArgument = (argument: Node | undefined): PageSourceArgument | null | undefined => {
   if (argument === undefined) return undefined
-  const cast = argument["TypeCast"] as { arg?: Node } | undefined
-  if (cast !== undefined) return sourceArgument(cast.arg ?? {})
+  const cast = argument["TypeCast"] as { arg?: Node; typeName?: Node } | undefined
+  if (cast !== undefined) return isPlainText(cast.typeName) ? sourceArgument(cast.arg ?? {}) : null
   const param = argument["ParamRef"] as { number?: number } | undefined
   if (param !== undefined) return { parameter: Number(param.number ?? 0) }
   const constant = argument["A_Const"] as { isnull?: boolean; sval?: { sval?: string } } | undefined
@@ -150,7 +164,7 @@ const catalogTarget = (statement: unknown): string | undefined => {
  * few thousand nested terms must not overflow the JavaScript stack.
  */
 const treeFacts = (tree: unknown): TreeFacts => {
-  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false, pageSources: [] }
+  const facts: TreeFacts = { called: [], highestParameter: 0, writtenCatalog: undefined, refusedCte: undefined, writesInCte: false, pageSources: [], parameterUses: new Map() }
   const stack: Array<readonly [string, unknown]> = [["", tree]]
   while (stack.length > 0) {
     const [key, node] = stack.pop()!
@@ -163,7 +177,9 @@ const treeFacts = (tree: unknown): TreeFacts => {
         if (source !== undefined) facts.pageSources.push(source)
       }
     } else if (key === "ParamRef") {
-      facts.highestParameter = Math.max(facts.highestParameter, Number((node as { number?: number }).number ?? 0))
+      const number = Number((node as { number?: number }).number ?? 0)
+      facts.highestParameter = Math.max(facts.highestParameter, number)
+      facts.parameterUses.set(number, (facts.parameterUses.get(number) ?? 0) + 1)
       continue
     } else if (DATA_MODIFYING.has(key)) {
       facts.writtenCatalog ??= catalogTarget(node)
@@ -209,12 +225,30 @@ const classify = (result: ParseResult): Effect.Effect<GuardedStatement, Statemen
     return Effect.fail(new StatementRefused({ message: `${kindName(facts.refusedCte)} statements are not allowed` }))
   }
   const called = facts.called
+  // `db.sys.create_page(...)` is PostgreSQL's name for sys.create_page in the current database:
+  // every check by schema (sys, the page sources) would miss it.
+  const catalogQualified = called.find((parts) => parts.length > 2)
+  if (catalogQualified !== undefined) {
+    return Effect.fail(new StatementRefused({
+      message: `function ${catalogQualified.join(".")}: write the function as schema.name, without the database's name`
+    }))
+  }
   const denied = called.map((parts) => (parts.at(-1) ?? "").toLowerCase()).find(isDenied)
   if (denied !== undefined) return Effect.fail(new StatementRefused({ message: `function ${denied} is not allowed` }))
   // `UPDATE pg_settings SET setting = ...` is set_config by another name.
   const catalog = facts.writtenCatalog
   if (catalog !== undefined) return Effect.fail(new StatementRefused({ message: `writing to ${catalog} is not allowed` }))
   // A page source is checked before the statement runs, so it must be one that can be read without running it.
+  // A `$n` used elsewhere too may be typed there (`$1::name`): the source saved would be its cast, not the text checked.
+  const sourceUses = new Map<number, number>()
+  for (const source of facts.pageSources) {
+    if (source !== null && "parameter" in source) sourceUses.set(source.parameter, (sourceUses.get(source.parameter) ?? 0) + 1)
+  }
+  if ([...sourceUses].some(([number, uses]) => facts.parameterUses.get(number) !== uses)) {
+    return Effect.fail(new StatementRefused({
+      message: "a $n that passes a page source to sys.create_page / sys.update_page may not be used elsewhere in the statement"
+    }))
+  }
   if (facts.pageSources.includes(null)) {
     return Effect.fail(new StatementRefused({
       message: "pass the page source of sys.create_page / sys.update_page as a string literal or a $n parameter, so it can be checked"

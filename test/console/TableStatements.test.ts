@@ -158,5 +158,22 @@ describe("the table screen's statements", () => {
         params: ["open"]
       })
     })
+
+    it("crafted names (field, key, table, filter and search columns) stay one quoted identifier each; values stay bound", () => {
+      const evil = 'x" = 1; DROP TABLE orders; --'
+      const crafted = { schema: 'sh"op', table: evil, key: `${evil}id`, keyIsUuid: false }
+      expect(bulkUpdateStatement(crafted, evil, "$1", { kind: "keys", keys: ["} , {", "NULL"] })).toEqual({
+        sql: 'UPDATE "sh""op"."x"" = 1; DROP TABLE orders; --" SET "x"" = 1; DROP TABLE orders; --" = $1 ' +
+          'WHERE "x"" = 1; DROP TABLE orders; --id"::text = ANY($2::text[])',
+        params: ["$1", '{"} , {","NULL"}']
+      })
+      const query = { ...base, relation: `${evil}_v`, search: "'; --", searchColumns: [evil], filters: [{ column: evil, value: "' OR true --" }] }
+      expect(bulkDeleteStatement(crafted, { kind: "matching", query })).toEqual({
+        sql: 'DELETE FROM "sh""op"."x"" = 1; DROP TABLE orders; --" WHERE "x"" = 1; DROP TABLE orders; --id" IN ' +
+          '(SELECT "x"" = 1; DROP TABLE orders; --id" FROM "shop"."x"" = 1; DROP TABLE orders; --_v" ' +
+          'WHERE ("x"" = 1; DROP TABLE orders; --"::text ILIKE $1) AND "x"" = 1; DROP TABLE orders; --" = $2)',
+        params: ["%'; --%", "' OR true --"]
+      })
+    })
   })
 })

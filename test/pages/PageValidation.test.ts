@@ -159,3 +159,119 @@ describe("a page with a problem is a 400 naming the block, and nothing is saved"
     expect(await sourceOf(slug)).toBeUndefined()
   })
 })
+
+describe("attacks on the way POST /sql finds the page source", () => {
+  const wipe = fence("sql wipe", "DELETE FROM items")
+
+  it("attack: the database's own name before sys (db.sys.create_page) hid the call from the guard and saved a page that deletes", async () => {
+    const database = await sql<SqlResult<{ name: string }>>("SELECT current_database() AS name")
+    const name = database.body.rows[0]!.name
+    const slug = freshSlug()
+    const answer = await sql<PlainErrorBody>(`SELECT "${name}".sys.create_page($1, 'T', $2)`, [slug, wipe])
+    expect(answer.status).toBe(400)
+    expect(answer.body.error).toMatch(/write the function as schema\.name/)
+    expect(await sourceOf(slug)).toBeUndefined()
+    // A page query so written calls a sys function all the same.
+    expect(await refusal(fence("sql sneaky", `SELECT "${name}".sys.drop_table('items')`))).toMatch(
+      /sql block 1 \(line 1, sneaky\): function .*\.sys\.drop_table: write the function as schema\.name/
+    )
+  })
+
+  it("attack: a cast through text[] turned a checked source into another page (array output unescapes its elements)", async () => {
+    // Array input reads `\`` as a backtick: the page checked has no fence, the page saved has one.
+    const hidden = "{\"x\n\\`\\`\\`sql wipe\nDELETE FROM items\n\\`\\`\\`\n\"}"
+    for (const text of [
+      `SELECT sys.create_page($1, 'T', $body$${hidden}$body$::text[]::text)`,
+      "SELECT sys.create_page($1, 'T', $2::text[]::text)",
+      "SELECT sys.create_page($1, 'T', $2::varchar(5))",
+      "SELECT sys.create_page($1, 'T', $2::name)"
+    ]) {
+      const slug = freshSlug()
+      const answer = await sql<PlainErrorBody>(text, text.includes("$2") ? [slug, hidden] : [slug])
+      expect(answer.status, text).toBe(400)
+      expect(answer.body.error, text).toMatch(/^pass the page source of sys.create_page \/ sys.update_page as a string literal or a \$n parameter/)
+      expect(await sourceOf(slug)).toBeUndefined()
+    }
+  })
+})
+
+describe("attack: a source the markdown parser takes minutes over held the whole process", () => {
+  it.each([
+    ["nested list markers", "- ".repeat(100_000) + "x"],
+    ["runs of emphasis marks", "*a**".repeat(50_000)],
+    ["setext underlines", "a\n=\n".repeat(50_000)]
+  ])("attack: %s are a 400, checked off the event loop with a deadline", async (_, source) => {
+    const slug = freshSlug()
+    const [refused, meanwhile] = await Promise.all([create(slug, source), sql<SqlResult<{ one: number }>>("SELECT 1 AS one")])
+    expect(refused.status).toBe(400)
+    expect((refused.body as PlainErrorBody).error).toMatch(/^the page source is too complex to check/)
+    expect(meanwhile.body).toMatchObject({ rows: [{ one: 1 }] })
+    expect(await sourceOf(slug)).toBeUndefined()
+  })
+})
+
+describe("page sources are checked in a few workers at once, whoever sends them", () => {
+  it("attack: many slow sources at once are refused with a 429 past the workers, not queued behind each other", async () => {
+    const member = await signedIn(stack, "member@plinth.test", "member")
+    const slow = "- ".repeat(100_000) + "x"
+    const asMember = () => post<PlainErrorBody>(stack.main.url, "/sql", { sql: "SELECT sys.create_page($1, 'T', $2)", params: [freshSlug(), slow] }, { token: member.token })
+    const answers = await Promise.all([...[1, 2, 3].map(() => create(freshSlug(), slow)), ...[1, 2, 3].map(asMember)])
+    const statuses = answers.map((answer) => answer.status).sort()
+    expect(statuses).toEqual([400, 400, 400, 400, 429, 429])
+    for (const answer of answers) {
+      expect((answer.body as PlainErrorBody).error).toMatch(answer.status === 400 ? /^the page source is too complex to check/ : /^too many page sources are being checked at once/)
+    }
+  })
+})
+
+describe("a page's queries run read-only, whatever the page says (the console sends them with readOnly)", () => {
+  it("attack: a page saved unchecked (a view calling sys.create_page) ran its DELETE as whoever viewed it", async () => {
+    // The owner saves a page past validation: the view's SQL is a string the guard does not read.
+    const maker = "SELECT sys.create_page('unchecked', 'U', E'```sql wipe\\nDELETE FROM items\\n```\\n```table query=wipe\\n```\\n') AS made"
+    expect((await sql("SELECT sys.create_view('page_maker', $1)", [maker])).status).toBe(200)
+    expect((await sql("SELECT made FROM page_maker")).status).toBe(200)
+    const saved = await sourceOf("unchecked")
+    expect(saved).toContain("DELETE FROM items")
+    const count = async () => (await sql<SqlResult<{ n: string }>>("SELECT count(*) AS n FROM items")).body.rows[0]!.n
+    const before = await count()
+    // What the console sends for the page's query: refused before the database.
+    const asViewer = (text: string) => post<{ error: string | { code: string } }>(stack.main.url, "/sql", { sql: text, readOnly: true }, { token: owner.token })
+    const refused = await asViewer("DELETE FROM items")
+    expect(refused.status).toBe(400)
+    expect(refused.body.error).toBe("readOnly: a page query must be one SELECT, not a DELETE")
+    expect((await asViewer("SELECT sys.delete_page('unchecked')")).body.error).toBe("readOnly: a page query only reads: it may not call sys functions")
+    expect((await asViewer("WITH d AS (DELETE FROM items RETURNING 1) SELECT count(*) FROM d")).status).toBe(400)
+    // Past the guard (a write inside a view), the read-only transaction refuses it.
+    const inView = await asViewer("SELECT made FROM page_maker")
+    expect(inView.body).toMatchObject({ error: { code: "25006", message: "cannot execute INSERT in a read-only transaction" } })
+    expect(inView.status).toBe(400)
+    expect(await count()).toBe(before)
+    const read = await post<SqlResult<{ one: number }>>(stack.main.url, "/sql", { sql: "SELECT 1 AS one", readOnly: true }, { token: owner.token })
+    expect(read.body.rows).toEqual([{ one: 1 }])
+  })
+})
+
+describe("the page sources of one statement are bounded", () => {
+  it("attack: one statement passing thousands of slow page sources held its request for hours (each parsed to its deadline in turn)", async () => {
+    const slow = (n: number) => "- ".repeat(40_000) + String(n)
+    const calls = Array.from({ length: 2_000 }, (_, n) => `sys.create_page('s${n}', 'T', $${(n % 11) + 1})`)
+    const answer = await sql<PlainErrorBody>(`SELECT ${calls.join(", ")}`, Array.from({ length: 11 }, (_, n) => slow(n)))
+    expect(answer.status).toBe(400)
+    expect(answer.body.error).toBe("one statement may save at most 10 page sources; save the others in further statements")
+    // The same source given again is checked once: ten distinct ones are within the bound.
+    const ten = Array.from({ length: 20 }, (_, n) => `sys.create_page('${freshSlug()}', 'T', $${(n % 10) + 1})`)
+    const fine = await sql(`SELECT ${ten.join(", ")}`, Array.from({ length: 10 }, (_, n) => `# Page ${n}`))
+    expect(fine.status).toBe(200)
+  })
+})
+
+describe("a page source's parameter is typed by its place as the source only", () => {
+  it("attack: $1::name elsewhere in the statement typed the source as name, and a 63-byte cut of the checked page was saved", async () => {
+    const slug = freshSlug()
+    const source = "# " + "x".repeat(70) + "\n\n" + DASHBOARD
+    const answer = await sql<PlainErrorBody>("SELECT $1::name IS NOT NULL AS named, sys.create_page($2, 'T', $1)", [source, slug])
+    expect(answer.status).toBe(400)
+    expect(answer.body.error).toBe("a $n that passes a page source to sys.create_page / sys.update_page may not be used elsewhere in the statement")
+    expect(await sourceOf(slug)).toBeUndefined()
+  })
+})

@@ -84,4 +84,15 @@ describe("trigram indexes on display columns", () => {
     // Unqualified, it is not on the app roles' search path either.
     expect((await sql(stack, users.owner, "SELECT similarity('a', 'b') AS s")).status).toBe(400)
   })
+
+  it("its operators, its settings and its operator classes are out of reach too", async () => {
+    expectDbError(await sql(stack, users.member, "SELECT 'abc' OPERATOR(extensions.%) 'abd' AS s"), 403, "42501", "permission denied for schema extensions")
+    for (const text of [
+      "SET pg_trgm.similarity_threshold = 0",
+      "SELECT set_config('pg_trgm.similarity_threshold', '0', false)",
+      "CREATE INDEX i ON items USING gin (name extensions.gin_trgm_ops)"
+    ]) {
+      expect((await sql(stack, users.owner, text)).status, text).toBe(400)
+    }
+  })
 })

@@ -19,7 +19,7 @@ import {
   type TableBlock,
   type ValueBlock
 } from "../../../src/services/PageFormat.ts"
-import { describe, type Introspection, introspect, sql } from "../api.ts"
+import { describe, type Introspection, introspect, pageQuery } from "../api.ts"
 import { labelOf } from "../navigation.ts"
 import { pagePath, tablePath } from "../paths.ts"
 import type { Column } from "../table/model.ts"
@@ -70,7 +70,7 @@ export const PageView = (props: PageViewProps) => {
     let live = true
     setRunning(true)
     Promise.all(statements.map((statement) =>
-      sql(statement.sql, statement.params, props.appSchema).then(
+      pageQuery(statement.sql, statement.params, props.appSchema).then(
         (rows): [string, Result] => [statement.name, { rows: rows as ReadonlyArray<Row> }],
         (error): [string, Result] => [statement.name, { error: describe(error) }]
       )
