@@ -140,7 +140,10 @@ SELECT jsonb_build_object(
 $$;
 
 -- Row counts as the caller sees them: exact (through RLS) for tables the statistics call small,
--- the planner's estimate for the large ones, so that introspection stays fast on big data.
+-- the planner's estimate for the large ones, so that introspection stays fast on big data. Where
+-- row-level security applies to the caller, a large table is counted up to the bound first: the
+-- estimate is the whole table's, and a member who sees a few of its rows (or none) must not be
+-- shown the total.
 CREATE OR REPLACE FUNCTION sys.table_stats(p_exact_below bigint DEFAULT 100000) RETURNS jsonb
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -149,7 +152,7 @@ DECLARE
   v_stats jsonb := '[]';
 BEGIN
   FOR v_rel IN
-    SELECT n.nspname, c.relname AS name, c.reltuples
+    SELECT c.oid, n.nspname, c.relname AS name, c.reltuples
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE n.nspname IN ('public', coalesce((SELECT a.schema_name FROM sys.list_apps() a
         WHERE a.id::text = nullif(current_setting('app.app_id', true), '')), 'public'))
@@ -159,6 +162,12 @@ BEGIN
   LOOP
     IF v_rel.reltuples < p_exact_below THEN
       EXECUTE format('SELECT count(*) FROM %I.%I', v_rel.nspname, v_rel.name) INTO v_count;
+    ELSIF row_security_active(v_rel.oid) THEN
+      EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I LIMIT %s) AS visible', v_rel.nspname, v_rel.name, p_exact_below)
+        INTO v_count;
+      IF v_count >= p_exact_below THEN
+        v_count := v_rel.reltuples::bigint;
+      END IF;
     ELSE
       v_count := v_rel.reltuples::bigint;
     END IF;

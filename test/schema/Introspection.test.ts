@@ -227,6 +227,23 @@ describe("stats", () => {
     }
   })
 
+  it("a table past the exact bound is counted through row-level security up to the bound: a member who sees few rows, or none, is not shown the total", async () => {
+    const name = fresh("large")
+    result(await createTable(stack, users.owner, name, [{ name: "n", type: "integer" }]))
+    result(await call(stack, users.owner, "sys.set_table_permissions($1, $2, $3, $4, $5)", [name, "member", "own", "own", "own"]))
+    for (let i = 0; i < 7; i++) await insert(stack, users.owner, name, { n: i })
+    for (let i = 0; i < 3; i++) await insert(stack, users.member, name, { n: i })
+    await admin(stack, `ANALYZE public.${name}`)
+    // Above a bound of 5, the 10 rows are "large": the statistics' 10 for whoever sees 5 or more.
+    const counted = async (user: typeof users.owner) =>
+      ((result(await call(stack, user, "sys.table_stats($1)", [5])) as unknown) as ReadonlyArray<{ relname: string; number_rows: number }>)
+        .find((entry) => entry.relname === name)?.number_rows
+    expect(await counted(users.member)).toBe(3)
+    expect(await counted(users.member2)).toBe(0)
+    expect(await counted(users.staff)).toBe(10)
+    expect(await counted(users.owner)).toBe(10)
+  })
+
   it("are read on every call, not cached: a new row counts at once", async () => {
     const name = fresh("live")
     result(await createTable(stack, users.owner, name, []))
