@@ -210,12 +210,15 @@ describe("the promise client", () => {
     // stop and stream: a second reader of a running reply, and the stop that ends it.
     await expect(client.stop(conversation.id)).rejects.toBeInstanceOf(Conflict)
     turns.push(hangAfter("Half a thought"))
+    const sofar: Array<unknown> = []
     const running = (async () => {
-      const seen = []
-      for await (const event of client.chat(conversation.id, "Think")) seen.push(event)
-      return seen
+      for await (const event of client.chat(conversation.id, "Think")) sofar.push(event)
+      return sofar
     })()
     expect(await eventually(async () => (await pendingIn(stack, conversation.id)) > 0)).toBe(true)
+    // Stopped once its last token has streamed: a stop before the first would keep no text.
+    const streamed = () => sofar.map((event) => (event as { event: string; data: { text?: string } })).filter((event) => event.event === "token").map((event) => event.data.text).join("")
+    expect(await eventually(async () => streamed() === "Half a thought"), JSON.stringify(sofar)).toBe(true)
     const attached = (async () => {
       const seen = []
       for await (const event of client.stream(conversation.id)) seen.push(event)
