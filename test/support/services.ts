@@ -4,6 +4,7 @@
  */
 import { ConfigProvider, Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import { HttpServer } from "effect/http"
+import { PageChecker } from "../../src/services/PageChecker.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { chatService, mainService } from "../../src/layers/Services.ts"
 
@@ -46,6 +47,7 @@ export const serveInProcess = async (
 ): Promise<{ readonly url: string; readonly close: () => Promise<void> }> => {
   const make = which === "main" ? mainService : chatService
   const layer = make({ host: "127.0.0.1", port: 0, name }, databaseUrl).pipe(
+    Layer.provide(PageChecker.layer),
     Layer.provide(PlinthConfig.layer),
     Layer.provide(testEnv(env)),
     Layer.provide(logger)
