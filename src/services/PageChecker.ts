@@ -68,6 +68,8 @@ export interface PageCheckerUsage {
   readonly started: number
   /** Of those, the ones whose thread has ended. */
   readonly exited: number
+  /** Workers taking sources now: starting, idle or busy (never more than the pool's size). */
+  readonly workers: number
   /** Workers parsing a source now (never more than the pool's size). */
   readonly busy: number
   /** Sources waiting for a worker. */
@@ -258,6 +260,7 @@ export const makePageChecker = (options: PageCheckerOptions): Effect.Effect<Page
       usage: () => ({
         started,
         exited,
+        workers: pool.size,
         busy: [...pool].filter((pooled) => pooled.state === "busy").length,
         waiting: waiting.size
       })
