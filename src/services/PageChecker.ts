@@ -136,6 +136,7 @@ export const makePageChecker = (options: PageCheckerOptions): Effect.Effect<Page
     let lastId = 0
     let closed = false
 
+    /** Called last, once the books are right: the caller's fiber may run on at once. */
     const answer = (job: Job, effect: Answer) => {
       const resume = job.resume
       job.resume = undefined
@@ -149,34 +150,49 @@ export const makePageChecker = (options: PageCheckerOptions): Effect.Effect<Page
       pooled.worker.postMessage(job.request)
     }
 
+    /** The longest-waiting source, out of the queue. */
+    const nextWaiting = (): Job | undefined => {
+      for (const waiter of waiting) {
+        waiting.delete(waiter)
+        clearTimeout(waiter.timer)
+        return waiter.job
+      }
+      return undefined
+    }
+
     /** A worker done with its source takes the longest-waiting one, or waits idle. */
     const free = (pooled: Pooled) => {
       clearTimeout(pooled.timer)
       pooled.job = undefined
-      for (const waiter of waiting) {
-        waiting.delete(waiter)
-        clearTimeout(waiter.timer)
-        return run(pooled, waiter.job)
-      }
+      const next = nextWaiting()
+      if (next !== undefined) return run(pooled, next)
       pooled.state = "idle"
     }
 
     /**
      * Ends a worker past its deadline, or that failed or exited: its caller is answered, and a
-     * worker that had loaded is replaced at once (one that could not load is not, lest it loop).
+     * worker that had loaded is replaced at once, for the longest-waiting source if any (one that
+     * could not load is not replaced, lest it loop).
      */
     const fault = (pooled: Pooled) => {
       if (!pool.delete(pooled)) return
       clearTimeout(pooled.timer)
       void pooled.worker.terminate()
       const loaded = pooled.state !== "starting"
+      if (loaded && !closed) start(nextWaiting())
       if (pooled.job !== undefined) answer(pooled.job, Effect.fail(loaded ? tooComplex() : busy(NOT_STARTED)))
-      if (loaded && !closed) start(undefined)
     }
 
     const start = (job: Job | undefined) => {
+      let worker: Worker
+      try {
+        worker = new Worker(workerUrl, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } })
+      } catch {
+        // No thread to be had (the process at its limits): not the source's doing.
+        if (job !== undefined) answer(job, Effect.fail(busy(NOT_STARTED)))
+        return
+      }
       started++
-      const worker = new Worker(workerUrl, { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } })
       // The pool never keeps the process alive by itself: a parse in progress has its deadline's timer.
       worker.unref()
       threads.add(worker)
@@ -219,6 +235,13 @@ export const makePageChecker = (options: PageCheckerOptions): Effect.Effect<Page
             return leave
           }
         }
+        // A worker loading for nobody (a replacement, or its caller has gone) is as good as idle.
+        for (const pooled of pool) {
+          if (pooled.state === "starting" && pooled.job?.resume === undefined) {
+            pooled.job = job
+            return leave
+          }
+        }
         if (pool.size < size) {
           start(job)
           return leave
@@ -241,17 +264,20 @@ export const makePageChecker = (options: PageCheckerOptions): Effect.Effect<Page
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => {
         closed = true
+        const jobs: Array<Job> = []
         for (const waiter of waiting) {
           clearTimeout(waiter.timer)
-          answer(waiter.job, Effect.fail(busy(CLOSED)))
+          jobs.push(waiter.job)
         }
         waiting.clear()
         for (const pooled of pool) {
           clearTimeout(pooled.timer)
-          if (pooled.job !== undefined) answer(pooled.job, Effect.fail(busy(CLOSED)))
+          if (pooled.job !== undefined) jobs.push(pooled.job)
         }
         pool.clear()
-        return Promise.all([...threads].map((worker) => worker.terminate()))
+        const ended = Promise.all([...threads].map((worker) => worker.terminate()))
+        for (const job of jobs) answer(job, Effect.fail(busy(CLOSED)))
+        return ended
       })
     )
 
