@@ -5,8 +5,8 @@
  * in the process would stall every other request: it is parsed in a worker, and a worker still
  * parsing at the deadline is ended and replaced, so such a source costs its own deadline only.
  *
- * Workers start when first needed, one per source parsed at once up to the pool's size: a service
- * that never saves a page starts none, and each one after loads the parser's modules only once.
+ * Workers start when first needed, one per source parsed at once up to the pool's size: a process
+ * that never checks a page starts none, and a worker loads the parser's modules once, not per source.
  * Per-process state with synchronous bookkeeping (as StatementAdmission): every change is made
  * within one callback or one step of one fiber, so no mailbox is needed.
  */
