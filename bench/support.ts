@@ -17,6 +17,7 @@ import * as path from "node:path"
 import { ensureDatabase, loginUrl, migrateDatabase, setLoginPasswords } from "../src/layers/Database.ts"
 import { startEmbeddedPostgres } from "../src/layers/EmbeddedPostgres.ts"
 import { chatService, mainService } from "../src/layers/Services.ts"
+import { PageChecker } from "../src/services/PageChecker.ts"
 import { PlinthConfig } from "../src/services/PlinthConfig.ts"
 import { type RequestContext, SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
 
@@ -97,9 +98,10 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
   await Effect.runPromise(setLoginPasswords(adminUrl, passwords))
   const mainUrl = loginUrl(server.port, "authenticator", passwords.authenticator, "bench")
   const env = { NODE_ENV: "test", JWT_SECRET: BENCH_JWT_SECRET, LOG_LEVEL: "Warn", ...extraEnv }
-  const serve = <E>(service: Layer.Layer<HttpServer.HttpServer, E, PlinthConfig>) =>
+  const serve = <E>(service: Layer.Layer<HttpServer.HttpServer, E, PlinthConfig | PageChecker>) =>
     Effect.runPromise(Layer.buildWithScope(
       service.pipe(
+        Layer.provide(PageChecker.layer),
         Layer.provide(PlinthConfig.layer),
         Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))),
         Layer.provide(Logger.layer([]))

@@ -27,6 +27,7 @@ import {
   type ToolRefused,
   type ToolRunFailed
 } from "../services/ConversationWork.ts"
+import { PageChecker } from "../services/PageChecker.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { SqlGuard } from "../services/SqlGuard.ts"
 
@@ -249,7 +250,8 @@ export class ConversationActors extends Context.Service<ConversationActors, Conv
   static readonly layer = Layer.effect(ConversationActors, Effect.gen(function*() {
     const config = yield* PlinthConfig
     const guard = yield* SqlGuard
-    const work: ConversationWork<ChatWorkServices> = chatWork({ guard, maxSteps: config.chatMaxSteps })
+    const pages = yield* PageChecker
+    const work: ConversationWork<ChatWorkServices> = chatWork({ guard, pages, maxSteps: config.chatMaxSteps })
     return ConversationActors.of(yield* makeConversationActors(work))
   }))
 }

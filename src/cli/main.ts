@@ -17,6 +17,7 @@ import { pruneAuditEvents } from "../services/AuditTrail.ts"
 import { describeFailure } from "../services/DatabaseError.ts"
 import { maskEmail } from "../services/EmailMask.ts"
 import { magicLinkUrl } from "../services/Mailer.ts"
+import { PageChecker } from "../services/PageChecker.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import * as UserAdmin from "../services/UserAdmin.ts"
 import { ensureConsoleBuilt } from "../layers/ConsoleBuild.ts"
@@ -100,7 +101,9 @@ const runServices = (services: ReadonlyArray<"main" | "chat">) =>
     }
     // Beside the start, not before it: the API is served at once, the console once it is built.
     if (services.includes("main")) yield* Effect.forkScoped(ensureConsoleBuilt)
-    for (const service of services) yield* Layer.build(service === "main" ? MainService : ChatService)
+    // One page checker for the process, whichever services it runs: its workers are the process's bound.
+    const pages = Layer.succeedContext(yield* Layer.build(PageChecker.layer))
+    for (const service of services) yield* Layer.build((service === "main" ? MainService : ChatService).pipe(Layer.provide(pages)))
     const base = (port: number) => `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`
     if (services.includes("main")) yield* Console.log(`Plinth main service: ${base(config.port)}`)
     if (services.includes("main")) yield* Console.log(`Plinth console: ${base(config.port)}/console/`)

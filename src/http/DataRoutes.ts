@@ -14,6 +14,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { SqlError } from "effect/sql"
 import { AccessTokens, type Principal } from "../services/AccessTokens.ts"
 import { databaseErrorFields } from "../services/DatabaseError.ts"
+import { PageChecker } from "../services/PageChecker.ts"
 import { PlinthConfig } from "../services/PlinthConfig.ts"
 import { readOnlyProblem, validatePageSources } from "../services/PageValidation.ts"
 import { isDeniedFunction, type PageSourceArgument, SqlGuard } from "../services/SqlGuard.ts"
@@ -31,7 +32,7 @@ import { jsonBody } from "./Validation.ts"
 /** Reached through POST /sql (sys) or not at all (the catalogs). */
 const BLOCKED_SCHEMAS = new Set(["sys", "pg_catalog", "information_schema", "plinth", "extensions"])
 const FUNCTION_PREFIX = "/function/"
-/** A page source waits about one parse deadline for a worker (PageParsing.ts). */
+/** A page source waits about one parse deadline for a worker (PageChecker.ts). */
 const PAGES_BUSY_RETRY_SECONDS = 2
 
 /** The name as the client sent it, %-escapes decoded (a broken one is left as it came). */
@@ -53,6 +54,7 @@ const respond = (result: StatementResult) =>
 export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   const config = yield* PlinthConfig
   const guard = yield* SqlGuard
+  const pages = yield* PageChecker
   const tokens = yield* AccessTokens
   const admission = yield* StatementAdmission
   const runner = yield* SqlRunner
@@ -87,7 +89,7 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
     })
 
   const checkPages = (sources: ReadonlyArray<PageSourceArgument>, params: ReadonlyArray<unknown>) =>
-    validatePageSources(guard.check, sources, params).pipe(
+    validatePageSources(guard.check, pages.parse, sources, params).pipe(
       Effect.catchTags({
         PageRefused: (refused) => Effect.fail(new BadRequest({ error: refused.message })),
         PagesBusy: (busy) => Effect.fail(new TooManyRequests({ error: busy.message, retryAfterSeconds: PAGES_BUSY_RETRY_SECONDS }))

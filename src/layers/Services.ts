@@ -1,6 +1,7 @@
 /**
  * The two services as layers: routes + tenants (database pools) + HTTP server. Both share one
- * codebase and differ only in their routes and the role they connect as.
+ * codebase and differ only in their routes and the role they connect as. Both need the process's
+ * PageChecker, given by whoever runs them, so that two services in one process share its workers.
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"

@@ -13,6 +13,7 @@ import type { Tool } from "./Model.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import { PLAIN_NAME, quoteIdentifier } from "./SqlIdentifier.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
+import type { PageChecker } from "./PageChecker.ts"
 import { validatePageSource } from "./PageValidation.ts"
 import { callPipelined, executePipelined, selectPipelined } from "./AsCaller.ts"
 
@@ -122,8 +123,8 @@ const guarded = Effect.fnUntraced(function*(guard: SqlGuard["Service"], context:
 })
 
 /** A page source the model wrote, checked as POST /sql checks one: its problems become the tool's error, to correct. */
-const checkedPage = (guard: SqlGuard["Service"], source: string) =>
-  validatePageSource(guard.check, source).pipe(
+const checkedPage = (guard: SqlGuard["Service"], pages: PageChecker["Service"], source: string) =>
+  validatePageSource(guard.check, pages.parse, source).pipe(
     Effect.as(source),
     Effect.mapError((refused) => new ToolFailed({ message: `${refused.message}\nSee the page format in the system prompt.` }))
   )
@@ -131,6 +132,7 @@ const checkedPage = (guard: SqlGuard["Service"], source: string) =>
 /** Runs one tool call as `context` (the caller's role, user and app); the result is what the model sees. */
 export const runTool = Effect.fn("ChatTools.run")(function*(
   guard: SqlGuard["Service"],
+  pages: PageChecker["Service"],
   context: RequestContext,
   toolName: string,
   args: Readonly<Record<string, unknown>>
@@ -153,13 +155,13 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
       ])
     case "propose_create_page": {
       const slug = yield* required(args, "slug")
-      const source = yield* checkedPage(guard, text(args, "source") ?? "")
+      const source = yield* checkedPage(guard, pages, text(args, "source") ?? "")
       return yield* callSys(context, "sys.create_page($1, $2, $3)", [slug, text(args, "title") ?? "", source])
     }
     case "propose_update_page": {
       const slug = yield* required(args, "slug")
       const source = text(args, "source")
-      if (source !== undefined) yield* checkedPage(guard, source)
+      if (source !== undefined) yield* checkedPage(guard, pages, source)
       return yield* callSys(context, "sys.update_page($1, $2, $3)", [slug, text(args, "title") ?? null, source ?? null])
     }
     case "propose_delete_page":
@@ -211,7 +213,7 @@ export const runTool = Effect.fn("ChatTools.run")(function*(
       return { rows: all.slice(0, SELECT_DATA_ROW_LIMIT), rowCount: Math.min(all.length, SELECT_DATA_ROW_LIMIT), truncated: all.length > SELECT_DATA_ROW_LIMIT }
     }
     case "preview_page":
-      yield* checkedPage(guard, yield* required(args, "source"))
+      yield* checkedPage(guard, pages, yield* required(args, "source"))
       return PREVIEW_RESULT
     case "propose_plan":
       return PLAN_RESULT

@@ -22,6 +22,7 @@ import {
 } from "./Conversations.ts"
 import { Introspection } from "./Introspection.ts"
 import { type MessageParam, Model, type ModelError, type ModelEvent } from "./Model.ts"
+import type { PageChecker } from "./PageChecker.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
 
@@ -53,6 +54,7 @@ export interface TurnOptions {
   readonly titleFrom: Option.Option<string>
   readonly maxSteps: number
   readonly guard: SqlGuard["Service"]
+  readonly pages: PageChecker["Service"]
   readonly emit: (event: ChatEvent) => Effect.Effect<void>
   /** Done once the user stopped the reply: the model's request is cut, and the text so far kept. */
   readonly stop: Deferred.Deferred<void>
@@ -143,7 +145,7 @@ const runToolCall = Effect.fn("ChatTurn.toolCall")(function*(
   // select_data is the model's own reading: the user sees only a passing status line.
   if (mode === "query") yield* options.emit({ event: "status", data: { text: "Looking at the data…" } })
   else yield* options.emit({ event: "tool_call", data: call })
-  const outcome = yield* Effect.result(runTool(options.guard, options.context, call.name, call.args))
+  const outcome = yield* Effect.result(runTool(options.guard, options.pages, options.context, call.name, call.args))
   const toolResult: Readonly<Record<string, unknown>> = outcome._tag === "Success"
     ? { result: outcome.success }
     : { error: (outcome.failure as ToolFailed).message }

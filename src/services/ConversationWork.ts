@@ -12,6 +12,7 @@ import { type ChatEvent, runTurn } from "./ChatTurn.ts"
 import * as Conversations from "./Conversations.ts"
 import type { RequestContext } from "./RequestContext.ts"
 import type { SqlGuard } from "./SqlGuard.ts"
+import type { PageChecker } from "./PageChecker.ts"
 
 /** chat or continue, as the caller asked for it. */
 export interface ReplyRequest {
@@ -77,7 +78,7 @@ const watchStop = Effect.fnUntraced(function*(owned: Conversations.OwnedConversa
 })
 
 // Defined once, not as a generator written inline per call (docs/performance-notes.md).
-const begin = Effect.fnUntraced(function*(guard: SqlGuard["Service"], maxSteps: number, request: ReplyRequest) {
+const begin = Effect.fnUntraced(function*(guard: SqlGuard["Service"], pages: PageChecker["Service"], maxSteps: number, request: ReplyRequest) {
   const { context, conversationId, start } = request
   const started = yield* Conversations.beginTurn(context.userId, conversationId, start)
   const titleFrom = started.firstMessage && start.kind === "chat" ? Option.some(start.content) : Option.none<string>()
@@ -87,19 +88,20 @@ const begin = Effect.fnUntraced(function*(guard: SqlGuard["Service"], maxSteps: 
   return (emit: Emit, stop: Deferred.Deferred<void>) =>
     Effect.andThen(
       Effect.forkChild(watchStop(ownedBy(request), since, stop)),
-      runTurn({ context, conversationId, placeholderId: started.placeholderId, history: started.history, titleFrom, maxSteps, guard, emit, stop })
+      runTurn({ context, conversationId, placeholderId: started.placeholderId, history: started.history, titleFrom, maxSteps, guard, pages, emit, stop })
     )
 })
 
 /** Runs an approved call as the caller and stores it with its result (the message is `pending` until then). */
 const runApproved = Effect.fnUntraced(function*(
   guard: SqlGuard["Service"],
+  pages: PageChecker["Service"],
   decision: ToolDecision,
   claimed: Extract<Conversations.Approval, { _tag: "Claimed" }>
 ) {
   const args = Option.getOrElse(decision.args, () => claimed.call.args)
   const call = { ...claimed.call, args }
-  const outcome = yield* Effect.result(runTool(guard, decision.context, call.name, args))
+  const outcome = yield* Effect.result(runTool(guard, pages, decision.context, call.name, args))
   const toolResult = outcome._tag === "Success" ? { result: outcome.success } : { error: (outcome.failure as ToolFailed).message }
   yield* Conversations.saveMessage(
     ownedBy(decision),
@@ -112,7 +114,7 @@ const runApproved = Effect.fnUntraced(function*(
     : { status: "error" as const, result: null, error: (outcome.failure as ToolFailed).message }
 })
 
-const decide = Effect.fnUntraced(function*(guard: SqlGuard["Service"], decision: ToolDecision) {
+const decide = Effect.fnUntraced(function*(guard: SqlGuard["Service"], pages: PageChecker["Service"], decision: ToolDecision) {
   // Claimed in one transaction: a second call finds the message no longer pending_approval.
   const claimed = yield* Conversations.claimApproval(decision.context.userId, decision.conversationId, decision.messageId)
   if (claimed._tag === "AlreadyProcessed") {
@@ -127,13 +129,13 @@ const decide = Effect.fnUntraced(function*(guard: SqlGuard["Service"], decision:
     )
     return { _tag: "Answered", answer: { status: "rejected", result: null, error: null } } as const
   }
-  return { _tag: "Run", run: runApproved(guard, decision, claimed) } as const
+  return { _tag: "Run", run: runApproved(guard, pages, decision, claimed) } as const
 })
 
 /** The chat service's work: replies with the model and tools, tool calls run as the caller. */
-export const chatWork = (options: { readonly guard: SqlGuard["Service"]; readonly maxSteps: number }) => ({
-  begin: (request: ReplyRequest) => begin(options.guard, options.maxSteps, request),
-  decide: (decision: ToolDecision) => decide(options.guard, decision),
+export const chatWork = (options: { readonly guard: SqlGuard["Service"]; readonly pages: PageChecker["Service"]; readonly maxSteps: number }) => ({
+  begin: (request: ReplyRequest) => begin(options.guard, options.pages, options.maxSteps, request),
+  decide: (decision: ToolDecision) => decide(options.guard, options.pages, decision),
   failPending: Conversations.failPending
 })
 

@@ -6,7 +6,7 @@
  */
 import { Effect, Schema } from "effect"
 import { formatProblems, type PageProblem, type QueryBlock } from "./PageFormat.ts"
-import { parseForValidation } from "./PageParsing.ts"
+import type { PageChecker } from "./PageChecker.ts"
 import type { GuardedStatement, PageSourceArgument, SqlGuard } from "./SqlGuard.ts"
 import { toParameter } from "./SqlRunner.ts"
 
@@ -14,6 +14,7 @@ import { toParameter } from "./SqlRunner.ts"
 export class PageRefused extends Schema.TaggedError<PageRefused>()("PageRefused", { message: Schema.String }) {}
 
 type Check = SqlGuard["Service"]["check"]
+type Parse = PageChecker["Service"]["parse"]
 
 /** The line in the page of a 1-based character offset into a query's SQL; without one, the fence's line. */
 const lineOf = (query: QueryBlock, position: number | null): number =>
@@ -57,9 +58,9 @@ const queryProblem = Effect.fnUntraced(function*(check: Check, query: QueryBlock
   return undefined
 })
 
-/** Refuses a page source that breaks the format, naming every wrong block (parsed off the event loop: PageParsing.ts). */
-export const validatePageSource = Effect.fnUntraced(function*(check: Check, source: string) {
-  const page = yield* parseForValidation(source).pipe(
+/** Refuses a page source that breaks the format, naming every wrong block (parsed off the event loop: PageChecker.ts). */
+export const validatePageSource = Effect.fnUntraced(function*(check: Check, parse: Parse, source: string) {
+  const page = yield* parse(source).pipe(
     Effect.catchTag("PageTooComplex", (error) => Effect.fail(new PageRefused({ message: error.message })))
   )
   const problems = [...page.problems]
@@ -82,6 +83,7 @@ export const MAX_PAGE_SOURCES = 10
  */
 export const validatePageSources = Effect.fnUntraced(function*(
   check: Check,
+  parse: Parse,
   sources: ReadonlyArray<PageSourceArgument>,
   params: ReadonlyArray<unknown>
 ) {
@@ -93,5 +95,5 @@ export const validatePageSources = Effect.fnUntraced(function*(
   if (texts.size > MAX_PAGE_SOURCES) {
     return yield* new PageRefused({ message: `one statement may save at most ${MAX_PAGE_SOURCES} page sources; save the others in further statements` })
   }
-  for (const text of texts) yield* validatePageSource(check, text)
+  for (const text of texts) yield* validatePageSource(check, parse, text)
 })

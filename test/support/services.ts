@@ -4,6 +4,7 @@
  */
 import { ConfigProvider, Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import { HttpServer } from "effect/http"
+import { PageChecker, type PageCheckerShape } from "../../src/services/PageChecker.ts"
 import { PlinthConfig } from "../../src/services/PlinthConfig.ts"
 import { chatService, mainService } from "../../src/layers/Services.ts"
 
@@ -12,6 +13,8 @@ export interface RunningService {
   readonly close: () => Promise<void>
   /** What the service logged: each entry's message and annotations. */
   readonly logs: ReadonlyArray<LogEntry>
+  /** The service's page checker (its own pool of workers, ended when the service closes). */
+  readonly pages: PageCheckerShape
 }
 
 export interface LogEntry {
@@ -43,9 +46,10 @@ export const serveInProcess = async (
   databaseUrl: string,
   env: Record<string, string>,
   logger: Layer.Layer<never>
-): Promise<{ readonly url: string; readonly close: () => Promise<void> }> => {
+): Promise<{ readonly url: string; readonly close: () => Promise<void>; readonly pages: PageCheckerShape }> => {
   const make = which === "main" ? mainService : chatService
   const layer = make({ host: "127.0.0.1", port: 0, name }, databaseUrl).pipe(
+    Layer.provideMerge(PageChecker.layer),
     Layer.provide(PlinthConfig.layer),
     Layer.provide(testEnv(env)),
     Layer.provide(logger)
@@ -54,7 +58,7 @@ export const serveInProcess = async (
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const address = Context.get(context, HttpServer.HttpServer).address
   const port = address._tag === "UnixPathAddress" ? 0 : address.port
-  return { url: `http://127.0.0.1:${port}`, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+  return { url: `http://127.0.0.1:${port}`, close: () => Effect.runPromise(Scope.close(scope, Exit.void)), pages: Context.get(context, PageChecker) }
 }
 
 export const startService = async (

@@ -1,11 +1,11 @@
 /**
- * The page parser run in a worker thread for PageParsing.ts: says "ready" once loaded, then takes
- * one source and answers what validation needs (its problems, and its queries with their place
- * among the fenced blocks).
+ * The page parser run in a worker thread of PageChecker.ts's pool: says "ready" once loaded, then
+ * answers each source it is given, one at a time, with what validation needs (its problems, and
+ * its queries with their place among the fenced blocks).
  */
 import { parentPort } from "node:worker_threads"
 import { parsePage } from "./PageFormat.ts"
-import type { ParsedForValidation } from "./PageParsing.ts"
+import type { ParseAnswer, ParsedForValidation, ParseRequest } from "./PageChecker.ts"
 
 const parse = (source: string): ParsedForValidation => {
   const page = parsePage(source)
@@ -19,5 +19,8 @@ const parse = (source: string): ParsedForValidation => {
   return { problems: page.problems, queries }
 }
 
-parentPort?.once("message", (source: string) => parentPort?.postMessage(parse(source)))
+parentPort?.on("message", (request: ParseRequest) => {
+  const answer: ParseAnswer = { id: request.id, parsed: parse(request.source) }
+  parentPort?.postMessage(answer)
+})
 parentPort?.postMessage("ready")
