@@ -440,7 +440,7 @@ const tenant = Command.make("tenant").pipe(
         yield* Console.log(`Moved ${name} from ${moved.from} to ${moved.to} (epoch ${moved.epoch}; fenced ${moved.fenceMillis} ms; source applied to ${moved.lsn}).`)
         yield* Console.log(`Its old database stays on ${moved.from}, read-only, until: plinth tenant cleanup ${name}`)
       }).pipe(Effect.provide(Base))).pipe(
-      Command.withDescription("Move a tenant's database to another cluster with logical replication (a fence of seconds; undone on failure)")
+      Command.withDescription("Move a tenant's database to another cluster with logical replication (writes refused for about a second; undone on failure)")
     ),
     Command.make("cleanup", { name: tenantName }, ({ name }) =>
       Effect.gen(function*() {

@@ -39,7 +39,9 @@ export class DataApi extends HttpApiGroup.make("data")
     description: "One SELECT, INSERT, UPDATE or DELETE with positional `params` ($1, $2, …), in a transaction as the caller " +
       "(the JWT's role and user, the app of `X-App-Schema`, SQL_TIMEOUT). The database's refusal answers in shape 2 " +
       "with the status of its SQLSTATE; a statement refused before the database (not allowed, too large a result) in shape 1. " +
-      "429: the caller has too many statements running.",
+      "`readOnly: true` runs one SELECT (no writing WITH, no sys call) in a read-only transaction, as the console runs page queries. " +
+      "A page source passed to sys.create_page or sys.update_page is checked against the page format first: 400 names the block. " +
+      "429: the caller has too many statements running, or too many page sources are being checked at once.",
     appSchema: true
   })))
   .add(HttpApiEndpoint.post("function", "/function/:name", {
