@@ -6,6 +6,7 @@
 import { Effect, Exit, Layer, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
+import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { inject } from "vitest"
@@ -57,3 +58,16 @@ export const runAdmin = <A, E>(effect: Effect.Effect<A, E, DatabaseUrls | Plinth
 
 /** What runAdmin provides, for an effect run some other way (forked, to be interrupted). */
 export const adminLayer = (env: Record<string, string>) => DatabaseUrls.layer.pipe(Layer.provideMerge(PlinthConfig.layer), Layer.provide(testEnv(env)))
+
+/** GET /events of `tenant` at `url` as the holder of `token`: what it has received, and whether it has ended. */
+export const openTenantStream = (url: string, token: string, tenant: string) => {
+  let text = ""
+  let ended = false
+  const request = http.get(new URL(`/events?token=${token}`, url), { headers: { "x-tenant": tenant }, agent: false }, (response) => {
+    response.setEncoding("utf8")
+    response.on("data", (chunk: string) => (text += chunk))
+    response.on("end", () => (ended = true))
+  })
+  request.on("error", () => undefined)
+  return { text: () => text, ended: () => ended, close: () => request.destroy() }
+}

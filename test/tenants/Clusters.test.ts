@@ -13,12 +13,11 @@ import { ensureDatabase, migrateDatabase } from "../../src/layers/Database.ts"
 import { setClusterState } from "../../src/layers/Clusters.ts"
 import { createTenant } from "../../src/layers/TenantAdmin.ts"
 import { runPlinth } from "../support/cli.ts"
-import { runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
+import { openTenantStream, runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { post } from "../support/auth.ts"
 import { eventually } from "../support/eventually.ts"
 import { type RunningService, startService } from "../support/services.ts"
-import * as http from "node:http"
 
 let control: TestDatabase
 let second: TestCluster
@@ -220,17 +219,7 @@ describe("routing that follows the registry", () => {
   const onControl = async () =>
     (await query(control.adminUrl, (sql) =>
       sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${tenant} AND usename = 'authenticator'`))[0]!.n
-  const openStream = (replica: RunningService) => {
-    let text = ""
-    let ended = false
-    const request = http.get(new URL(`/events?token=${token}`, replica.url), { headers: { "x-tenant": tenant }, agent: false }, (response) => {
-      response.setEncoding("utf8")
-      response.on("data", (chunk: string) => (text += chunk))
-      response.on("end", () => (ended = true))
-    })
-    request.on("error", () => undefined)
-    return { text: () => text, ended: () => ended, close: () => request.destroy() }
-  }
+  const openStream = (replica: RunningService) => openTenantStream(replica.url, token, tenant)
 
   beforeAll(async () => {
     expect((await create(tenant, { cluster: "default" }))._tag).toBe("Success")

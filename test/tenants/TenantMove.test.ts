@@ -10,7 +10,6 @@
  * fraction of three processes' start-up on a shared machine.
  */
 import { Effect, Fiber, Option } from "effect"
-import * as http from "node:http"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as AppDefinition from "../../src/services/AppDefinition.ts"
@@ -20,7 +19,7 @@ import { createTenant, tenantAdminUrl } from "../../src/layers/TenantAdmin.ts"
 import { cleanupTenant, MoveRefused, type MoveStep, moveTenant } from "../../src/layers/TenantMove.ts"
 import { post } from "../support/auth.ts"
 import { runPlinth } from "../support/cli.ts"
-import { adminLayer, runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
+import { adminLayer, openTenantStream, runAdmin, startTestCluster, type TestCluster } from "../support/cluster.ts"
 import { createTestDatabase, query, type TestDatabase } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 import { type RunningService, startService } from "../support/services.ts"
@@ -62,17 +61,7 @@ const sequences = (url: string) =>
     FROM pg_sequences WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`)
 
 /** GET /events of the tenant on `replica`: what it has received, and whether it has ended. */
-const openStream = (replica: RunningService) => {
-  let text = ""
-  let ended = false
-  const request = http.get(new URL(`/events?token=${token}`, replica.url), { headers: { "x-tenant": tenant }, agent: false }, (response) => {
-    response.setEncoding("utf8")
-    response.on("data", (chunk: string) => (text += chunk))
-    response.on("end", () => (ended = true))
-  })
-  request.on("error", () => undefined)
-  return { text: () => text, ended: () => ended, close: () => request.destroy() }
-}
+const openStream = (replica: RunningService) => openTenantStream(replica.url, token, tenant)
 
 interface Write { readonly at: number; readonly replica: number; readonly ok: boolean; readonly status: number; readonly port?: number }
 
