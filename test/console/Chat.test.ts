@@ -197,7 +197,7 @@ describe("the chat in the console", () => {
   })
 
   it("lists conversations newest first, opens and deletes them", async () => {
-    const { chat } = await chatTab()
+    const { page, chat } = await chatTab()
     turns.push(text("First reply."))
     await send(chat, "First conversation")
     await messagesOf(chat).getByText("First reply.").waitFor()
@@ -214,8 +214,16 @@ describe("the chat in the console", () => {
     await list.getByRole("listitem").nth(1).getByRole("button").first().click()
     await messagesOf(chat).getByText("First reply.").waitFor()
     const before = await list.getByRole("listitem").count()
+    // Delete asks first: "Keep it" keeps it, "Yes, delete it" deletes it.
     await list.getByRole("listitem").first().getByRole("button", { name: /^Delete / }).click()
-    await eventually(async () => (await list.getByRole("listitem").count()) === before - 1)
+    await list.getByRole("alertdialog").getByRole("button", { name: "Keep it" }).click()
+    await list.getByRole("alertdialog").waitFor({ state: "detached" })
+    expect(await list.getByRole("listitem").count()).toBe(before)
+    await list.getByRole("listitem").first().getByRole("button", { name: /^Delete / }).click()
+    await list.getByRole("alertdialog").waitFor()
+    await expectNoAxeViolations(page, "the chat asking before a delete")
+    await list.getByRole("alertdialog").getByRole("button", { name: "Yes, delete it" }).click()
+    expect(await eventually(async () => (await list.getByRole("listitem").count()) === before - 1)).toBe(true)
   })
 
   it("acceptance: a scripted CRM conversation makes two tables, their rows and a dashboard; the navigation shows them; the page renders, for a member over their own rows", async () => {

@@ -1,6 +1,6 @@
 /**
  * The chat with the AI model that builds the app (owners and admins), beside the open screen: the
- * conversations (newest first; new, delete), the open one's messages, its reply streaming token by
+ * conversations (newest first; new, delete after a yes), the open one's messages, its reply streaming token by
  * token with each tool call as a card completed by its result, Stop (ends the reply on the server),
  * Continue, and on opening a conversation whose reply is running, that reply attached from its
  * first event. A tool that changes the app makes the shell refresh at once. Everything is text.
@@ -79,6 +79,8 @@ export const ChatPanel = (props: { readonly app: string }) => {
   const [notice, setNotice] = useState<string | null>(null)
   const [draft, setDraft] = useState("")
   const [stopping, setStopping] = useState(false)
+  /** The conversation whose deletion waits for a yes. */
+  const [deleting, setDeleting] = useState<string | null>(null)
   // The conversation shown now: a reply of one left behind stops updating the screen.
   const shown = useRef<string | null>(openId)
   const app = useRef(props.app)
@@ -178,6 +180,7 @@ export const ChatPanel = (props: { readonly app: string }) => {
   }
 
   const remove = async (target: ConversationSummary) => {
+    setDeleting(null)
     try {
       await deleteConversation(target.id)
       if (shown.current === target.id) await open(null)
@@ -244,7 +247,18 @@ export const ChatPanel = (props: { readonly app: string }) => {
               <button type="button" class="link" aria-current={known.id === openId ? "true" : undefined} onClick={() => void open(known.id)}>
                 {titleOf(known)}
               </button>
-              <button type="button" class="secondary small" aria-label={`Delete ${titleOf(known)}`} onClick={() => void remove(known)}>Delete</button>
+              <button type="button" class="secondary small" aria-label={`Delete ${titleOf(known)}`} onClick={() => setDeleting(known.id)}>Delete</button>
+              {deleting === known.id
+                ? (
+                  <div role="alertdialog" aria-labelledby={`delete-${known.id}`} class="row-form">
+                    <p id={`delete-${known.id}`}>Delete “{titleOf(known)}” and its messages? This cannot be undone.</p>
+                    <div class="actions">
+                      <button type="button" onClick={() => void remove(known)}>Yes, delete it</button>
+                      <button type="button" class="secondary" onClick={() => setDeleting(null)}>Keep it</button>
+                    </div>
+                  </div>
+                )
+                : null}
             </li>
           ))}
         </ul>
