@@ -6,14 +6,9 @@
 import type { ValueFormat } from "../../../src/services/PageFormat.ts"
 import { labelOf } from "../navigation.ts"
 import type { Column, Schema } from "../table/model.ts"
+import { currencyText, valueText } from "../table/valueText.ts"
 
 type Metadata = Schema["column_metadata"][string][string]
-
-/** `YYYY-MM-DD` as the browser's locale writes that day (as the table screen shows dates). */
-const formatDate = (value: string): string => {
-  const parts = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
-  return parts === null ? value : new Date(Number(parts[1]), Number(parts[2]) - 1, Number(parts[3])).toLocaleDateString()
-}
 
 const plainColumn = (name: string): Column => ({ name, label: labelOf(name), displayType: "text", type: "text", options: [], referenceTable: null, sortColumn: null })
 
@@ -49,38 +44,13 @@ export const numberOf = (value: unknown): number | null => {
 }
 
 const grouped = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 })
-const money = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 })
 
-/** A value as text by its column's display type (what a chart's labels and names say). */
-export const textOf = (column: Column, value: unknown): string => {
-  if (value === null || value === undefined) return "none"
-  switch (column.displayType) {
-    case "currency": {
-      const parsed = numberOf(value)
-      return parsed === null ? String(value) : money.format(parsed)
-    }
-    case "number": {
-      const parsed = numberOf(value)
-      return parsed === null ? String(value) : grouped.format(parsed)
-    }
-    case "boolean":
-      return value === true ? "Yes" : value === false ? "No" : String(value)
-    case "date":
-      return formatDate(String(value))
-    case "datetime": {
-      const time = new Date(String(value))
-      return Number.isNaN(time.getTime()) ? String(value) : time.toLocaleString()
-    }
-    case "choice":
-      return column.options.find((option) => option.value === String(value))?.label ?? String(value)
-    default:
-      return typeof value === "object" ? JSON.stringify(value) : String(value)
-  }
-}
+/** A value as text by its column's display type, as the table screen shows it (what a chart's labels and names say). */
+export const textOf = (column: Column, value: unknown): string => value === null || value === undefined ? "none" : valueText(column, value)
 
 /** A number of a chart's axis or label: by the column's display type, else grouped. */
 export const numberText = (column: Column, value: number): string =>
-  column.displayType === "currency" ? money.format(value) : grouped.format(value)
+  column.displayType === "currency" ? currencyText(value) : grouped.format(value)
 
 /**
  * A `value` component's number: `number` grouped, `currency` in `currency` (an ISO 4217 code), `percent` of a fraction (0.25 is 25 %).
@@ -93,7 +63,7 @@ export const formatValue = (value: unknown, format: ValueFormat, currency: strin
       try {
         return new Intl.NumberFormat(undefined, { style: "currency", currency }).format(parsed)
       } catch {
-        return money.format(parsed)
+        return currencyText(parsed)
       }
     case "percent":
       return new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 }).format(parsed)
