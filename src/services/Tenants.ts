@@ -111,20 +111,22 @@ export const makeTenants = <Services>(options: TenantsOptions<Services>) =>
         Effect.catchTag("ExceededCapacityError", () => Effect.fail(new TenantsExhausted({ limit: options.capacity })))
       )
 
+    // Every request of a tenant runs it: defined once, not a generator written inline per call.
+    const use = Effect.fnUntraced(function*(name: string) {
+      // Asked before an entry is made: names that are not tenants must not take the places of live ones.
+      const placement = yield* placementOf(name)
+      if (Option.isNone(placement)) return yield* new UnknownTenant({ name })
+      if (placement.value.state === "moving") return yield* new TenantMoving({ name })
+      const entry = yield* get(name)
+      if (entry.epoch === placement.value.epoch) return entry.services
+      // Built for another epoch (the tenant has moved since): retire it and build anew.
+      if (built.get(name) === entry) yield* retire(name)
+      else yield* RcMap.invalidate(live, name)
+      return (yield* get(name)).services
+    })
+
     return {
-      use: (name: string) =>
-        Effect.gen(function*() {
-          // Asked before an entry is made: names that are not tenants must not take the places of live ones.
-          const placement = yield* placementOf(name)
-          if (Option.isNone(placement)) return yield* new UnknownTenant({ name })
-          if (placement.value.state === "moving") return yield* new TenantMoving({ name })
-          const entry = yield* get(name)
-          if (entry.epoch === placement.value.epoch) return entry.services
-          // Built for another epoch (the tenant has moved since): retire it and build anew.
-          if (built.get(name) === entry) yield* retire(name)
-          else yield* RcMap.invalidate(live, name)
-          return (yield* get(name)).services
-        }),
+      use,
       changed: (name: string) =>
         readPlacement(name).pipe(
           Effect.tap((placement) => {
