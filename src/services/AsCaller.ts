@@ -22,7 +22,8 @@
  * under load.
  */
 import type { PgConnection } from "@effect/sql-pg"
-import { Duration, Effect, Exit, Fiber, Option, Result, type Scope } from "effect"
+import { type Context, Duration, Effect, Exit, Fiber, Option, type Scope } from "effect"
+import { constVoid } from "effect/Function"
 import { SqlClient, SqlError } from "effect/sql"
 import { databaseErrorFields } from "./DatabaseError.ts"
 import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext, SETTINGS_STATEMENT, settingsOf } from "./RequestContext.ts"
@@ -45,41 +46,69 @@ const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effec
 
 /**
  * statement_timeout is the server's own: a server that stopped answering (a frozen host) never
- * fires it. So the transaction runs on a fiber of its own and the caller waits at most this long
- * past the statement timeout; a late answer is then a connection failure (503), while the
- * abandoned transaction finishes or fails on its own once the server answers again.
+ * fires it. So a caller waits at most this long past the statement timeout (`allUntil`); a late
+ * answer is then a connection failure (503), while the abandoned transaction finishes or fails on
+ * its own once the server answers again.
  */
 const CLIENT_DEADLINE_MARGIN = Duration.millis(500)
 
-/** How long a caller waits for a transaction as `context`: its statement timeout, plus the margin. */
-const deadlineOf = (context: RequestContext): Duration.Duration =>
-  Duration.sum(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT, CLIENT_DEADLINE_MARGIN)
+/** Until when (a `performance.now()` time) a caller waits for a transaction as `context` that starts now. */
+const deadlineOf = (context: RequestContext): number =>
+  performance.now() + Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT) + Duration.toMillis(CLIENT_DEADLINE_MARGIN)
 
-const withDeadline = <A, E, R>(deadline: Duration.Duration, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
-  // Started at once, not on the scheduler's next turn: one event-loop hop less per request.
-  Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) =>
-    // A timer and an observer rather than a race (Effect.timeout forks two more fibers per
-    // request). Abandoning interrupts without waiting: against a frozen server the rollback
-    // itself would hang.
-    Effect.callback<A, E | SqlError.SqlError>((resume) => {
+/**
+ * Runs `effects` on fibers of their own, started at once and in order (so statements queue in
+ * order on the connection), and waits for all of them until `until`: their values, or the first
+ * failure in order. Past the deadline they are interrupted without waiting (against a frozen
+ * server their rollback would hang), `late` starts on a fiber of its own, and the caller fails
+ * with `noAnswer` at once. A timer and observers rather than a race: Effect.timeout forks two
+ * more fibers per call.
+ */
+const allUntil = <A, E, R>(
+  until: number,
+  effects: ReadonlyArray<Effect.Effect<A, E, R>>,
+  late: Effect.Effect<void, never, R> = Effect.void
+): Effect.Effect<Array<A>, E | SqlError.SqlError, R> =>
+  Effect.withFiber((parent) => {
+    const run = Effect.runForkWith(parent.context as Context.Context<R>)
+    const fibers = effects.map((effect) => run(effect))
+    const exits = fibers.map((fiber) => fiber.pollUnsafe())
+    if (exits.every((exit) => exit !== undefined)) return collected(exits)
+    return Effect.callback<Array<A>, E | SqlError.SqlError>((resume) => {
+      let pending = exits.filter((exit) => exit === undefined).length
       const timer = setTimeout(() => {
-        stopWatching()
-        fiber.interruptUnsafe()
+        for (const stop of stops) stop()
+        for (const fiber of fibers) fiber.interruptUnsafe()
+        run(late)
         resume(Effect.fail(noAnswer()))
-      }, Duration.toMillis(deadline))
-      const stopWatching = fiber.addObserver((exit) => {
-        clearTimeout(timer)
-        resume(exit)
-      })
+      }, Math.max(0, until - performance.now()))
+      const stops = fibers.map((fiber, index) =>
+        exits[index] !== undefined ? constVoid : fiber.addObserver((exit) => {
+          exits[index] = exit
+          if (--pending > 0) return
+          clearTimeout(timer)
+          resume(collected(exits))
+        }))
       // A caller that goes away (a closed request) still cancels its transaction, and waits a
       // bounded while for it to let go of its connection, so that what the caller holds (its
       // per-user statement permit) is not free again while its statement still runs.
       return Effect.suspend(() => {
         clearTimeout(timer)
-        stopWatching()
-        return Effect.asVoid(Effect.timeoutOption(Fiber.interrupt(fiber), ABANDON_WAIT))
+        for (const stop of stops) stop()
+        return Effect.asVoid(Effect.timeoutOption(Fiber.interruptAll(fibers), ABANDON_WAIT))
       })
-    }))
+    })
+  })
+
+/** The values of `exits`, all done, or the first failure in order. */
+const collected = <A, E>(exits: ReadonlyArray<Exit.Exit<A, E> | undefined>): Effect.Effect<Array<A>, E> => {
+  const values: Array<A> = []
+  for (const exit of exits) {
+    if (Exit.isFailure(exit!)) return exit as Exit.Exit<never, E>
+    values.push(exit!.value)
+  }
+  return Effect.succeed(values)
+}
 
 /** How long a caller that went away waits for its transaction to end: the cancel's own wait and a margin. */
 const ABANDON_WAIT = Duration.seconds(2)
@@ -89,45 +118,36 @@ const noAnswer = () =>
     reason: new SqlError.ConnectionError({ cause: new Error("no answer"), message: "the database did not answer in time" })
   })
 
-/** `effect`, a transaction as `context`, with the caller's deadline and a lost connection as a failure. */
-const asCaller = <A, E, R>(context: RequestContext, effect: Effect.Effect<A, E, R>) =>
-  withDeadline(deadlineOf(context), connectionLossAsFailure(effect))
-
-/** Queues `statements` in order in one write and waits for all; fails with the first failure in order. */
-const pipelined = (connection: PgConnection.PgConnection, statements: ReadonlyArray<Statement>) =>
-  Effect.all(statements.map(([text, params]) => Effect.result(connection.query(text, params))), { concurrency: "unbounded" }).pipe(
-    Effect.flatMap((results) => {
-      for (const result of results) if (Result.isFailure(result)) return Effect.fail(result.failure)
-      return Effect.succeed(results.map((result) => (result as Result.Success<PgConnection.Result, SqlError.SqlError>).success))
-    })
-  )
+/** Queues `statements` on `connection` in order (one write) and waits for all until `until`. */
+const pipelined = (until: number, connection: PgConnection.PgConnection, statements: ReadonlyArray<Statement>, late?: Effect.Effect<void>) =>
+  allUntil(until, statements.map(([text, params]) => connection.query(text, params)), late)
 
 const CANCEL_WAIT = Duration.seconds(1)
 
 /**
  * Runs `statements` as `context` in one round trip, in a transaction of their own: their results,
  * rows collected. Once written, they and their COMMIT are in PostgreSQL's hands, so a caller that
- * goes away cancels them from another connection, and the connection is retired first: a late
- * cancel must not reach the statement of whoever would use the connection next.
+ * goes away, or whose deadline passes, cancels them from another connection, and the connection is
+ * retired first: a late cancel must not reach the statement of whoever would use the connection next.
  */
 const inOneRoundTrip = (context: RequestContext, statements: ReadonlyArray<Statement>) =>
-  asCaller(context, Effect.scoped(roundTrip(context, statements)))
+  connectionLossAsFailure(Effect.scoped(roundTrip(context, statements)))
 
 // Defined once, not a generator written inline per call (docs/performance-notes.md says why).
 const roundTrip = Effect.fnUntraced(function*(context: RequestContext, statements: ReadonlyArray<Statement>) {
+  const until = deadlineOf(context)
   const pool = yield* StatementConnections
   const sql = yield* SqlClient.SqlClient
-  const connection = yield* pool.get
+  const [connection] = yield* allUntil(until, [pool.get])
+  const abandon = Effect.andThen(
+    pool.invalidate(connection!),
+    // Briefly: against a frozen server it would hang like the statement.
+    Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection!.processId})`), CANCEL_WAIT))
+  )
   // A failed statement turns the COMMIT into a ROLLBACK: the transaction ends either way.
-  const results = yield* pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]]).pipe(
-    Effect.onInterrupt(() =>
-      Effect.andThen(
-        pool.invalidate(connection),
-        // Waited for (a process shutting down must not exit before it is sent), but briefly:
-        // against a frozen server it would hang like the statement.
-        Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection.processId})`), CANCEL_WAIT))
-      )
-    )
+  const results = yield* pipelined(until, connection!, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]], abandon).pipe(
+    // Waited for when the caller goes away (a process shutting down must not exit before it is sent).
+    Effect.onInterrupt(() => abandon)
   )
   return results.slice(2, -1)
 })
@@ -246,13 +266,14 @@ export const withPipelinedTransaction = <A, E, R>(
   context: RequestContext,
   use: (connection: PgConnection.PgConnection) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError.SqlError, Exclude<R, Scope.Scope> | StatementConnections> =>
-  asCaller(
-    context,
-    Effect.scoped(Effect.flatMap(Effect.service(StatementConnections), (pool) =>
+  Effect.suspend(() => {
+    const until = deadlineOf(context)
+    const transaction = Effect.scoped(Effect.flatMap(Effect.service(StatementConnections), (pool) =>
       Effect.flatMap(pool.get, (connection) =>
-        pipelined(connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
+        pipelined(until, connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
           Effect.andThen(use(connection)),
           Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.catch(connection.query("ROLLBACK"), () => pool.invalidate(connection))),
           Effect.tap(() => connection.query("COMMIT"))
         ))))
-  )
+    return Effect.map(allUntil(until, [connectionLossAsFailure(transaction)]), ([result]) => result!)
+  })
