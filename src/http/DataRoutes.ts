@@ -62,31 +62,33 @@ export const DataRoutes = Layer.unwrap(Effect.gen(function*() {
   const functionBody = jsonBody(Params)
   const caller = (request: HttpServerRequest.HttpServerRequest) => authenticate(tokens, bearerCredential(request.headers.authorization))
 
-  /** The route's answer; database failures as responses with their own §7 status. */
+  /** How the routes' failures answer: database failures as responses with their own §7 status (one object, not one per request). */
+  const failures = {
+    SqlError: (error: SqlError.SqlError) => {
+      const fields = databaseErrorFields(error)
+      return fields.code === undefined
+        ? Effect.fail(new Unavailable({ error: "database unavailable" }))
+        : Effect.succeed(databaseErrorResponse(fields, { production: config.isProduction }))
+    },
+    // The guard parses with PostgreSQL's own parser: its syntax errors are the server's.
+    SqlParseError: (error: SqlParseError) =>
+      Effect.succeed(databaseErrorResponse({ message: error.message, code: "42601", position: error.position ?? undefined }, {
+        production: config.isProduction
+      })),
+    UnsupportedResult: (error: UnsupportedResult) => Effect.fail(new BadRequest({ error: error.message })),
+    ResponseTooLarge: (error: ResponseTooLarge) =>
+      Effect.fail(new BadRequest({ error: `the result is larger than ${error.limitBytes} bytes; select fewer rows or columns` })),
+    StatementsBusy: (error: StatementsBusy) =>
+      Effect.fail(new TooManyRequests({
+        error: `too many statements at once: at most ${error.limit} of one user run together; try again shortly`,
+        retryAfterSeconds: error.retryAfterSeconds
+      }))
+  }
+
+  /** The route's answer. */
   const answer = <R>(
     effect: Effect.Effect<StatementResult, SqlError.SqlError | SqlParseError | ResponseTooLarge | UnsupportedResult | StatementsBusy | BadRequest | TooManyRequests, R>
-  ) =>
-    Effect.catchTags(Effect.map(effect, respond), {
-      SqlError: (error) => {
-        const fields = databaseErrorFields(error)
-        return fields.code === undefined
-          ? Effect.fail(new Unavailable({ error: "database unavailable" }))
-          : Effect.succeed(databaseErrorResponse(fields, { production: config.isProduction }))
-      },
-      // The guard parses with PostgreSQL's own parser: its syntax errors are the server's.
-      SqlParseError: (error) =>
-        Effect.succeed(databaseErrorResponse({ message: error.message, code: "42601", position: error.position ?? undefined }, {
-          production: config.isProduction
-        })),
-      UnsupportedResult: (error) => Effect.fail(new BadRequest({ error: error.message })),
-      ResponseTooLarge: (error) =>
-        Effect.fail(new BadRequest({ error: `the result is larger than ${error.limitBytes} bytes; select fewer rows or columns` })),
-      StatementsBusy: (error) =>
-        Effect.fail(new TooManyRequests({
-          error: `too many statements at once: at most ${error.limit} of one user run together; try again shortly`,
-          retryAfterSeconds: error.retryAfterSeconds
-        }))
-    })
+  ) => Effect.catchTags(Effect.map(effect, respond), failures)
 
   const checkPages = (sources: ReadonlyArray<PageSourceArgument>, params: ReadonlyArray<unknown>) =>
     validatePageSources(guard.check, pages.parse, sources, params).pipe(

@@ -26,7 +26,7 @@ import { type Context, Duration, Effect, Exit, Fiber, Option, type Scope } from 
 import { constVoid } from "effect/Function"
 import { SqlClient, SqlError } from "effect/sql"
 import { databaseErrorFields } from "./DatabaseError.ts"
-import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext, SETTINGS_STATEMENT, settingsOf } from "./RequestContext.ts"
+import { type RequestContext, SETTINGS_STATEMENT, settingsOf, statementTimeoutMillis } from "./RequestContext.ts"
 import { StatementConnections } from "./StatementConnections.ts"
 
 /** A statement and its parameters. */
@@ -50,11 +50,10 @@ const connectionLossAsFailure = <A, E, R>(effect: Effect.Effect<A, E, R>): Effec
  * answer is then a connection failure (503), while the abandoned transaction finishes or fails on
  * its own once the server answers again.
  */
-const CLIENT_DEADLINE_MARGIN = Duration.millis(500)
+const CLIENT_DEADLINE_MARGIN_MS = 500
 
 /** Until when (a `performance.now()` time) a caller waits for a transaction as `context` that starts now. */
-const deadlineOf = (context: RequestContext): number =>
-  performance.now() + Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT) + Duration.toMillis(CLIENT_DEADLINE_MARGIN)
+const deadlineOf = (context: RequestContext): number => performance.now() + statementTimeoutMillis(context) + CLIENT_DEADLINE_MARGIN_MS
 
 /**
  * Runs `effects` on fibers of their own, started at once and in order (so statements queue in
@@ -123,6 +122,8 @@ const pipelined = (until: number, connection: PgConnection.PgConnection, stateme
   allUntil(until, statements.map(([text, params]) => connection.query(text, params)), late)
 
 const CANCEL_WAIT = Duration.seconds(1)
+const BEGIN: Statement = ["BEGIN", []]
+const COMMIT: Statement = ["COMMIT", []]
 
 /**
  * Runs `statements` as `context` in one round trip, in a transaction of their own: their results,
@@ -139,13 +140,15 @@ const roundTrip = Effect.fnUntraced(function*(context: RequestContext, statement
   const pool = yield* StatementConnections
   const sql = yield* SqlClient.SqlClient
   const [connection] = yield* allUntil(until, [pool.get])
-  const abandon = Effect.andThen(
-    pool.invalidate(connection!),
-    // Briefly: against a frozen server it would hang like the statement.
-    Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection!.processId})`), CANCEL_WAIT))
+  const abandon = Effect.suspend(() =>
+    Effect.andThen(
+      pool.invalidate(connection!),
+      // Briefly: against a frozen server it would hang like the statement.
+      Effect.ignore(Effect.timeout(Effect.interruptible(sql`SELECT plinth.cancel_statement(${connection!.processId})`), CANCEL_WAIT))
+    )
   )
   // A failed statement turns the COMMIT into a ROLLBACK: the transaction ends either way.
-  const results = yield* pipelined(until, connection!, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)], ...statements, ["COMMIT", []]], abandon).pipe(
+  const results = yield* pipelined(until, connection!, [BEGIN, [SETTINGS_STATEMENT, settingsOf(context)], ...statements, COMMIT], abandon).pipe(
     // Waited for when the caller goes away (a process shutting down must not exit before it is sent).
     Effect.onInterrupt(() => abandon)
   )
@@ -270,7 +273,7 @@ export const withPipelinedTransaction = <A, E, R>(
     const until = deadlineOf(context)
     const transaction = Effect.scoped(Effect.flatMap(Effect.service(StatementConnections), (pool) =>
       Effect.flatMap(pool.get, (connection) =>
-        pipelined(until, connection, [["BEGIN", []], [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
+        pipelined(until, connection, [BEGIN, [SETTINGS_STATEMENT, settingsOf(context)]]).pipe(
           Effect.andThen(use(connection)),
           Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.catch(connection.query("ROLLBACK"), () => pool.invalidate(connection))),
           Effect.tap(() => connection.query("COMMIT"))

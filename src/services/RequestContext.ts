@@ -63,12 +63,21 @@ export const SETTINGS_STATEMENT = `SELECT
   set_config('transaction_read_only', $6, true),
   set_config('app.request_id', $7, true)`
 
+/** The statement timeout of `context` in ms (converted once per Duration: every request has one, from the configuration). */
+export const statementTimeoutMillis = (context: RequestContext): number => {
+  const timeout = context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT
+  let millis = timeoutMillis.get(timeout)
+  if (millis === undefined) timeoutMillis.set(timeout, millis = Math.round(Duration.toMillis(timeout)))
+  return millis
+}
+const timeoutMillis = new WeakMap<Duration.Duration, number>()
+
 export const settingsOf = (context: RequestContext): ReadonlyArray<string> => [
   context.role,
   context.userId,
   context.app?.id ?? "",
   searchPathFor(context.app),
-  `${Math.round(Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT))}ms`,
+  `${statementTimeoutMillis(context)}ms`,
   context.readOnly === true ? "on" : "off",
   context.requestId ?? ""
 ]

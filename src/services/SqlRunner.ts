@@ -7,7 +7,7 @@
 import { Context, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
 import { type CatalogWatch, changingCatalog } from "./CatalogWatch.ts"
-import { DEFAULT_STATEMENT_TIMEOUT, type RequestContext } from "./RequestContext.ts"
+import { type RequestContext, statementTimeoutMillis } from "./RequestContext.ts"
 import { boundedPipelined, executePipelined, peekPipelined, withPipelinedTransaction } from "./AsCaller.ts"
 import { NO_JSON_FORM } from "./JsonColumnTypes.ts"
 import type { GuardedStatement } from "./SqlGuard.ts"
@@ -138,7 +138,7 @@ const runGuarded = Effect.fnUntraced(function*(
  */
 const withTimeSpent = (context: RequestContext, spentMs: number): RequestContext => ({
   ...context,
-  statementTimeout: Duration.millis(Math.max(1, Duration.toMillis(context.statementTimeout ?? DEFAULT_STATEMENT_TIMEOUT) - spentMs))
+  statementTimeout: Duration.millis(Math.max(1, statementTimeoutMillis(context) - spentMs))
 })
 
 /** Rows written to JSON text as they are added, each measured: past `maxBytes` in all, ResponseTooLarge. */
