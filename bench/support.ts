@@ -20,6 +20,7 @@ import { chatService, mainService } from "../src/layers/Services.ts"
 import { PageChecker } from "../src/services/PageChecker.ts"
 import { PlinthConfig } from "../src/services/PlinthConfig.ts"
 import { type RequestContext, SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
+import type { Histogram } from "./stats.ts"
 
 export const freePort = () =>
   new Promise<number>((resolve) => {
@@ -276,6 +277,10 @@ export interface LoadResult {
   readonly p99: number
   readonly non2xx: number
   readonly errors: number
+  /** Requests measured (warm-up not included). */
+  readonly requests: number
+  /** The measured requests' latencies (bench/stats.ts). */
+  readonly histogram: Histogram
 }
 
 /** Runs the load generator (bench/http-load.ts) in a process of its own, so it does not share Plinth's CPU time. */
