@@ -80,7 +80,11 @@ const stopPostgresWithBench = (dir: string) => {
   spawn("sh", ["-c", script, "sh", pgData, dir], { detached: true, stdio: "ignore" }).unref()
 }
 
-export const startBenchStack = async (extraEnv: Record<string, string> = {}, options: { readonly chat?: boolean } = {}): Promise<BenchStack> => {
+export const startBenchStack = async (
+  extraEnv: Record<string, string> = {},
+  /** `settings`: PostgreSQL server settings besides Plinth's own (startEmbeddedPostgres). */
+  options: { readonly chat?: boolean; readonly settings?: Readonly<Record<string, string>> } = {}
+): Promise<BenchStack> => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "plinth-bench-"))
   await fs.chmod(dir, 0o711)
   const scope = Effect.runSync(Scope.make())
@@ -88,7 +92,8 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
   const server = await Effect.runPromise(Scope.provide(scope)(startEmbeddedPostgres({
     pgData: path.join(dir, "pg"),
     port: await freePort(),
-    superuserPassword: randomBytes(16).toString("hex")
+    superuserPassword: randomBytes(16).toString("hex"),
+    ...(options.settings === undefined ? {} : { settings: options.settings })
   })))
   stopPostgresWithBench(dir)
   const forget = stopOnSignal(() => Effect.runPromise(Scope.close(scope, Exit.void)))
