@@ -2,7 +2,8 @@
  * The load generator of the HTTP benchmarks, in a process of its own: `connections` keep-alive
  * connections, each sending its next POST as soon as the last answer is in, each request a random
  * one of the plan's (bodies and headers built once, before the clock starts). Prints one JSON line
- * with requests per second and latency percentiles.
+ * with requests per second, latency percentiles and the measured requests' latency histogram (so
+ * the bench can merge several runs' latencies).
  *
  * A small client rather than autocannon: on 2 cores the load generator's CPU time is taken from
  * the server and the database, which the raw baseline (no HTTP) never pays. Measured here,
@@ -12,7 +13,7 @@
  */
 import { readFileSync } from "node:fs"
 import net from "node:net"
-import { percentile } from "./stats.ts"
+import { histogramOf, percentile } from "./stats.ts"
 
 interface Plan {
   readonly url: string
@@ -108,7 +109,15 @@ const run = async (seconds: number) => {
   const until = performance.now() + seconds * 1000
   await Promise.all(Array.from({ length: plan.connections }, () => drive(until, tally)))
   const sorted = tally.latencies.sort((a, b) => a - b)
-  return { rps: sorted.length / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), non2xx: tally.non2xx, errors: tally.errors }
+  return {
+    rps: sorted.length / seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    non2xx: tally.non2xx,
+    errors: tally.errors,
+    requests: sorted.length,
+    histogram: histogramOf(sorted)
+  }
 }
 
 const warmup = plan.warmupSeconds > 0 ? await run(plan.warmupSeconds) : undefined

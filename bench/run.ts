@@ -27,7 +27,8 @@ const sections: Array<string> = [
   "",
   "`npm run bench -- sql` runs sql-read and sql-write alone and prints them (only a full run writes this file); it runs `npm run build` first, " +
   "since its `plinth serve main` rows measure the built code. `BENCH_SECONDS`, `BENCH_WARMUP_SECONDS` and `BENCH_ROUNDS` (15, 3, 3) shorten a trial " +
-  "run, e.g. `BENCH_SECONDS=3 BENCH_WARMUP_SECONDS=1 BENCH_ROUNDS=1 npm run bench -- sql`; its figures mean nothing. " +
+  "run, with `BENCH_SLICES` (5, the slices of a round of sql's HTTP servers), e.g. " +
+  "`BENCH_SECONDS=3 BENCH_WARMUP_SECONDS=1 BENCH_ROUNDS=1 BENCH_SLICES=3 npm run bench -- sql`; its figures mean nothing. " +
   "`./node_modules/.bin/node bench/request-log.ts` measures the request log's own cost per line (docs/performance-notes.md).",
   ""
 ]

@@ -7,13 +7,15 @@
  * `sql-read` (bench/sql-fastify.ts, bench/sql-postgraphile.ts), and a leaner hand-written server
  * than any of those (bench/sql-handwritten.ts). And Plinth as users run it: `plinth serve main`
  * from the built code in a process of its own, production defaults (request log on), and the same
- * with LOG_REQUESTS=false (issue #23). Each round runs every one of them in turn.
+ * with LOG_REQUESTS=false (issue #23). Each round runs the raw loop, then the HTTP servers in
+ * slices, in turn within each slice, so that all of them are measured across the same stretch of
+ * time (the machine's speed drifts within a round).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeJsonColumnTypes } from "../src/services/JsonColumnTypes.ts"
-import { percentile, spread, summarize } from "./stats.ts"
+import { type Histogram, histogramPercentile, mergeHistograms, percentile, spread, summarize } from "./stats.ts"
 import { startFastify } from "./sql-fastify.ts"
 import { startHandwritten } from "./sql-handwritten.ts"
 import { POSTGRAPHILE_READ, startPostGraphile } from "./sql-postgraphile.ts"
@@ -37,6 +39,9 @@ const CONNECTIONS = 32
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15)
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const SLICES = Number(process.env.BENCH_SLICES ?? 5)
+/** The warm-up of a server's slices after its first (a new load generator, new connections), not measured. */
+const SLICE_WARMUP_SECONDS = 0.5
 
 interface User {
   readonly id: string
@@ -109,25 +114,63 @@ const graphqlEndpoint = (baseUrl: string): Endpoint => ({
   body: (_text, row) => JSON.stringify({ query: POSTGRAPHILE_READ, variables: { id: String(row) } })
 })
 
+/** A server under load in a round; `cpu` reads the CPU time of its process (this one's unless told). */
+interface Loaded {
+  readonly endpoint: Endpoint
+  readonly cpu?: () => number
+}
+
 /**
- * A round of the load against `endpoint`; `cpu` reads the CPU time of the server's process (this
- * one's unless told).
+ * One round of the load against every one of `servers`, in SLICES slices: in each slice every
+ * server takes SECONDS / SLICES seconds of load in turn, the order rotating from slice to slice
+ * (starting at `first`). A server's Measure is that of its slices together: requests over seconds
+ * measured, percentiles of their merged latencies, CPU time over every request it answered
+ * (warm-ups included).
  */
-export const httpRound = async (
-  endpoint: Endpoint,
+export const slicedRound = async (
+  servers: ReadonlyArray<Loaded>,
   users: ReadonlyArray<User>,
   scenario: Scenario,
-  cpu?: () => number
-): Promise<Measure & { readonly answered: number }> => {
-  const requests = users.flatMap((user) => user.rows.slice(0, 50).map((row) => ({ token: user.token, body: endpoint.body(statement(scenario), row) })))
-  // Only the server under load runs meanwhile (the load is another process; the others wait).
-  const result = await withCpu(
-    () => runLoad({ url: endpoint.url, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, requests }),
-    (load) => load.answered,
-    cpu
-  )
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`load had ${result.non2xx} non-2xx and ${result.errors} errors`)
-  return result
+  first = 0
+): Promise<Array<Measure & { readonly answered: number }>> => {
+  const tallies = servers.map(({ endpoint }) => ({
+    requests: users.flatMap((user) => user.rows.slice(0, 50).map((row) => ({ token: user.token, body: endpoint.body(statement(scenario), row) }))),
+    measured: 0,
+    answered: 0,
+    cpuMicros: 0,
+    histograms: new Array<Histogram>()
+  }))
+  for (let slice = 0; slice < SLICES; slice++) {
+    for (let turn = 0; turn < servers.length; turn++) {
+      const index = (first + slice + turn) % servers.length
+      const { cpu = ownCpuMicros, endpoint } = servers[index]!
+      const tally = tallies[index]!
+      // Only the server under load runs meanwhile (the load is another process; the others wait).
+      const before = cpu()
+      const load = await runLoad({
+        url: endpoint.url,
+        connections: CONNECTIONS,
+        seconds: SECONDS / SLICES,
+        warmupSeconds: slice === 0 ? WARMUP_SECONDS : SLICE_WARMUP_SECONDS,
+        requests: tally.requests
+      })
+      tally.cpuMicros += cpu() - before
+      if (load.non2xx > 0 || load.errors > 0) throw new Error(`load had ${load.non2xx} non-2xx and ${load.errors} errors`)
+      tally.measured += load.requests
+      tally.answered += load.answered
+      tally.histograms.push(load.histogram)
+    }
+  }
+  return tallies.map((tally) => {
+    const latencies = mergeHistograms(tally.histograms)
+    return {
+      rps: tally.measured / SECONDS,
+      p50: histogramPercentile(latencies, 50),
+      p99: histogramPercentile(latencies, 99),
+      cpuMicros: tally.cpuMicros / tally.answered,
+      answered: tally.answered
+    }
+  })
 }
 
 /** The same transaction as a request's, 32 fibers at a time, for the same duration. */
@@ -209,7 +252,8 @@ interface Served {
 
 export const run = async () => {
   buildPlinth()
-  const stack = await startBenchStack()
+  // The servers of a round keep their pools open through its slices (up to 32 connections each), beside the raw loop's 32.
+  const stack = await startBenchStack({}, { settings: { max_connections: "300" } })
   const servers: Array<ComparatorServer> = []
   const start = async (server: Promise<ComparatorServer>) => {
     const started = await server
@@ -263,14 +307,16 @@ export const run = async () => {
       const others = those.map(() => new Array<Measure>())
       const servedMeasures = served.map(() => new Array<Measure>())
       for (let round = 0; round < ROUNDS; round++) {
-        http.push(await httpRound(sqlEndpoint(stack.baseUrl), users, scenario))
         raw.push(await rawRound(stack, users, scenario))
-        for (const [index, { server }] of served.entries()) {
-          const measure = await httpRound(sqlEndpoint(server.url), users, scenario, server.cpuMicros)
-          if (server === logged) loggedAnswered += measure.answered
-          servedMeasures[index]!.push(measure)
-        }
-        for (const [index, comparator] of those.entries()) others[index]!.push(await httpRound(comparator.endpoint, users, scenario))
+        const [plinth, ...rest] = await slicedRound([
+          { endpoint: sqlEndpoint(stack.baseUrl) },
+          ...served.map(({ server }) => ({ endpoint: sqlEndpoint(server.url), cpu: server.cpuMicros })),
+          ...those.map((comparator) => ({ endpoint: comparator.endpoint }))
+        ], users, scenario, round)
+        http.push(plinth!)
+        for (const index of served.keys()) servedMeasures[index]!.push(rest[index]!)
+        for (const index of those.keys()) others[index]!.push(rest[served.length + index]!)
+        loggedAnswered += rest[0]!.answered
       }
       const ratioOf = (measures: ReadonlyArray<Measure>) => summarize(measures.map((measure, index) => measure.rps / raw[index]!.rps))
       const ratio = ratioOf(http)
@@ -306,7 +352,7 @@ export const run = async () => {
       servedTargets.push(...issue23Targets(scenario, servedMeasures[0]!, servedMeasures[1]!, those.map((comparator, index) => ({ comparator, measures: others[index]! }))))
     }
     return [
-      `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} interleaved rounds (min / median / max)`,
+      `### sql-read / sql-write: ${CONNECTIONS} clients, ${SECONDS} s after ${WARMUP_SECONDS} s warm-up, ${ROUNDS} rounds, each interleaved in ${SLICES} slices (min / median / max)`,
       "",
       "| scenario | Plinth req/s | raw @effect/sql-pg tx/s | ratio | Plinth p99 ms | CPU µs: Plinth per request / raw per tx | target | |",
       "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -333,6 +379,10 @@ export const run = async () => {
       "",
       "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only. " +
         "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own. " +
+        `Each round runs the raw loop for ${SECONDS} s, then the HTTP servers in ${SLICES} slices: in each slice every server takes ` +
+        `${fmt(SECONDS / SLICES, 1)} s of load in turn (after ${WARMUP_SECONDS} s of warm-up in its first slice and ${SLICE_WARMUP_SECONDS} s in the others, not measured), ` +
+        "the order rotating from slice to slice, and its figures are those of its slices together (p50 and p99 of their merged latencies, to 0.01 ms), " +
+        "so that the servers of a round, compared with each other, are measured across the same stretch of time while the machine's speed drifts. " +
         "The first three servers are the ones issue #8 names (bench/sql-fastify.ts, bench/sql-postgraphile.ts). " +
         "The lean hand-written one (bench/sql-handwritten.ts) has Plinth's own optimisations and nothing else: node:http, jose and " +
         "Plinth's driver, the transaction in one round trip, JWTs cached; no framework, SQL guard, limits, logging or error shapes. " +

@@ -16,3 +16,34 @@ export const spread = (summary: { readonly min: number; readonly p50: number; re
   const median = summary.p50.toFixed(digits)
   return `${summary.min.toFixed(digits)} / ${boldMedian ? `**${median}**` : median} / ${summary.max.toFixed(digits)}`
 }
+
+/** Latencies counted by bucket of 0.01 ms (the key is the bucket's number), sparse: what the load generator reports, so slices can be merged. */
+export type Histogram = Readonly<Record<string, number>>
+
+/** The histogram of `latencies` (ms). */
+export const histogramOf = (latencies: ReadonlyArray<number>): Histogram => {
+  const counts: Record<string, number> = {}
+  for (const latency of latencies) {
+    const bucket = Math.round(latency * 100)
+    counts[bucket] = (counts[bucket] ?? 0) + 1
+  }
+  return counts
+}
+
+export const mergeHistograms = (histograms: ReadonlyArray<Histogram>): Histogram => {
+  const counts: Record<string, number> = {}
+  for (const histogram of histograms) for (const [bucket, n] of Object.entries(histogram)) counts[bucket] = (counts[bucket] ?? 0) + n
+  return counts
+}
+
+/** `percentile` (nearest rank) of the latencies a histogram counts, to its 0.01 ms. */
+export const histogramPercentile = (histogram: Histogram, p: number): number => {
+  const buckets = Object.entries(histogram).map(([bucket, n]) => [Number(bucket), n] as const).sort((a, b) => a[0] - b[0])
+  const rank = Math.max(1, Math.ceil((p / 100) * buckets.reduce((total, [, n]) => total + n, 0)))
+  let seen = 0
+  for (const [bucket, n] of buckets) {
+    seen += n
+    if (seen >= rank) return bucket / 100
+  }
+  return Number.NaN
+}

@@ -20,6 +20,7 @@ import { chatService, mainService } from "../src/layers/Services.ts"
 import { PageChecker } from "../src/services/PageChecker.ts"
 import { PlinthConfig } from "../src/services/PlinthConfig.ts"
 import { type RequestContext, SETTINGS_STATEMENT, settingsOf } from "../src/services/RequestContext.ts"
+import type { Histogram } from "./stats.ts"
 
 export const freePort = () =>
   new Promise<number>((resolve) => {
@@ -79,7 +80,11 @@ const stopPostgresWithBench = (dir: string) => {
   spawn("sh", ["-c", script, "sh", pgData, dir], { detached: true, stdio: "ignore" }).unref()
 }
 
-export const startBenchStack = async (extraEnv: Record<string, string> = {}, options: { readonly chat?: boolean } = {}): Promise<BenchStack> => {
+export const startBenchStack = async (
+  extraEnv: Record<string, string> = {},
+  /** `settings`: PostgreSQL server settings besides Plinth's own (startEmbeddedPostgres). */
+  options: { readonly chat?: boolean; readonly settings?: Readonly<Record<string, string>> } = {}
+): Promise<BenchStack> => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "plinth-bench-"))
   await fs.chmod(dir, 0o711)
   const scope = Effect.runSync(Scope.make())
@@ -87,7 +92,8 @@ export const startBenchStack = async (extraEnv: Record<string, string> = {}, opt
   const server = await Effect.runPromise(Scope.provide(scope)(startEmbeddedPostgres({
     pgData: path.join(dir, "pg"),
     port: await freePort(),
-    superuserPassword: randomBytes(16).toString("hex")
+    superuserPassword: randomBytes(16).toString("hex"),
+    ...(options.settings === undefined ? {} : { settings: options.settings })
   })))
   stopPostgresWithBench(dir)
   const forget = stopOnSignal(() => Effect.runPromise(Scope.close(scope, Exit.void)))
@@ -276,6 +282,10 @@ export interface LoadResult {
   readonly p99: number
   readonly non2xx: number
   readonly errors: number
+  /** Requests measured (warm-up not included). */
+  readonly requests: number
+  /** The measured requests' latencies (bench/stats.ts). */
+  readonly histogram: Histogram
 }
 
 /** Runs the load generator (bench/http-load.ts) in a process of its own, so it does not share Plinth's CPU time. */
