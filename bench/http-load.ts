@@ -9,10 +9,12 @@
  * the server and the database, which the raw baseline (no HTTP) never pays. Measured here,
  * autocannon spent ~71 µs per request and this one ~38. It reads just enough of each response to
  * find its end and its status (Content-Length or chunked bodies).
- * Usage: node bench/http-load.ts <plan.json: {url, connections, seconds, warmupSeconds, requests: [{token, body}]}>
+ * Usage: node bench/http-load.ts <plan.json: {url, connections, seconds, warmupSeconds, requests: [{token, body}]}> [--serve]
+ * (with --serve it runs once per `{seconds, warmupSeconds}` line on stdin instead, until stdin ends)
  */
 import { readFileSync } from "node:fs"
 import net from "node:net"
+import { createInterface } from "node:readline"
 import { histogramOf, percentile } from "./stats.ts"
 
 interface Plan {
@@ -120,8 +122,21 @@ const run = async (seconds: number) => {
   }
 }
 
-const warmup = plan.warmupSeconds > 0 ? await run(plan.warmupSeconds) : undefined
-const measured = await run(plan.seconds)
-// Every request the server answered, warm-up included: what its CPU time over the run is divided by.
-const answered = Math.round(measured.rps * plan.seconds + (warmup === undefined ? 0 : warmup.rps * plan.warmupSeconds))
-process.stdout.write(`${JSON.stringify({ ...measured, answered })}\n`)
+/** A warm-up, not measured, then `seconds` measured; `answered` counts both. */
+const once = async (seconds: number, warmupSeconds: number) => {
+  const warmup = warmupSeconds > 0 ? await run(warmupSeconds) : undefined
+  const measured = await run(seconds)
+  // Every request the server answered, warm-up included: what its CPU time over the run is divided by.
+  const answered = Math.round(measured.rps * seconds + (warmup === undefined ? 0 : warmup.rps * warmupSeconds))
+  return { ...measured, answered }
+}
+
+if (process.argv[3] === "--serve") {
+  // Kept for several runs (bench/support.ts `startLoadGenerator`): one `{seconds, warmupSeconds}` line in, one result line out.
+  for await (const line of createInterface({ input: process.stdin })) {
+    const { seconds, warmupSeconds } = JSON.parse(line) as { seconds: number; warmupSeconds: number }
+    process.stdout.write(`${JSON.stringify(await once(seconds, warmupSeconds))}\n`)
+  }
+} else {
+  process.stdout.write(`${JSON.stringify(await once(plan.seconds, plan.warmupSeconds))}\n`)
+}

@@ -26,10 +26,10 @@ import {
   type ComparatorServer,
   rawClosedLoop,
   rawTransaction,
-  runLoad,
   type ServedPlinth,
   signIn,
   startBenchStack,
+  startLoadGenerator,
   startServedPlinth
 } from "./support.ts"
 
@@ -40,7 +40,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 15)
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SLICES = Number(process.env.BENCH_SLICES ?? 5)
-/** The warm-up of a server's slices after its first (a new load generator, new connections), not measured. */
+/** The warm-up of a server's slices after its first (its load generator opens new connections), not measured. */
 const SLICE_WARMUP_SECONDS = 0.5
 
 interface User {
@@ -134,7 +134,12 @@ export const slicedRound = async (
   first = 0
 ): Promise<Array<Measure & { readonly answered: number }>> => {
   const tallies = servers.map(({ endpoint }) => ({
-    requests: users.flatMap((user) => user.rows.slice(0, 50).map((row) => ({ token: user.token, body: endpoint.body(statement(scenario), row) }))),
+    // One load generator per server for the round, warm from its first slice on.
+    load: startLoadGenerator({
+      url: endpoint.url,
+      connections: CONNECTIONS,
+      requests: users.flatMap((user) => user.rows.slice(0, 50).map((row) => ({ token: user.token, body: endpoint.body(statement(scenario), row) })))
+    }),
     measured: 0,
     answered: 0,
     cpuMicros: 0,
@@ -143,17 +148,11 @@ export const slicedRound = async (
   for (let slice = 0; slice < SLICES; slice++) {
     for (let turn = 0; turn < servers.length; turn++) {
       const index = (first + slice + turn) % servers.length
-      const { cpu = ownCpuMicros, endpoint } = servers[index]!
+      const { cpu = ownCpuMicros } = servers[index]!
       const tally = tallies[index]!
       // Only the server under load runs meanwhile (the load is another process; the others wait).
       const before = cpu()
-      const load = await runLoad({
-        url: endpoint.url,
-        connections: CONNECTIONS,
-        seconds: SECONDS / SLICES,
-        warmupSeconds: slice === 0 ? WARMUP_SECONDS : SLICE_WARMUP_SECONDS,
-        requests: tally.requests
-      })
+      const load = await tally.load.run(SECONDS / SLICES, slice === 0 ? WARMUP_SECONDS : SLICE_WARMUP_SECONDS)
       tally.cpuMicros += cpu() - before
       if (load.non2xx > 0 || load.errors > 0) throw new Error(`load had ${load.non2xx} non-2xx and ${load.errors} errors`)
       tally.measured += load.requests
@@ -161,6 +160,7 @@ export const slicedRound = async (
       tally.histograms.push(load.histogram)
     }
   }
+  await Promise.all(tallies.map((tally) => tally.load.close()))
   return tallies.map((tally) => {
     const latencies = mergeHistograms(tally.histograms)
     return {
@@ -378,7 +378,7 @@ export const run = async () => {
         `with LOG_REQUESTS=false, ${quiet.lines()} lines in all. The in-process Plinth rows (the first of each scenario) host the service in this process with LOG_LEVEL=Warn.`,
       "",
       "pgbench is not part of the embedded PostgreSQL package, so the raw baseline is the @effect/sql-pg loop only. " +
-        "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own. " +
+        "The load comes from bench/http-load.ts, a small keep-alive client in a process of its own (one per server, kept through the round). " +
         `Each round runs the raw loop for ${SECONDS} s, then the HTTP servers in ${SLICES} slices: in each slice every server takes ` +
         `${fmt(SECONDS / SLICES, 1)} s of load in turn (after ${WARMUP_SECONDS} s of warm-up in its first slice and ${SLICE_WARMUP_SECONDS} s in the others, not measured), ` +
         "the order rotating from slice to slice, and its figures are those of its slices together (p50 and p99 of their merged latencies, to 0.01 ms), " +

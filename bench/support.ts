@@ -288,11 +288,55 @@ export interface LoadResult {
   readonly histogram: Histogram
 }
 
+let plans = 0
+/** A file of its own for each load generator's plan (read when it starts; several may be starting). */
+const planFileOf = (plan: unknown) => {
+  const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}-${++plans}.json`)
+  writeFileSync(planFile, JSON.stringify(plan))
+  return planFile
+}
+
+/** A load generator kept between runs, so that each run has it warm (its code compiled): bench/http-load.ts --serve. */
+export interface LoadGenerator {
+  readonly run: (seconds: number, warmupSeconds: number) => Promise<LoadResult>
+  readonly close: () => Promise<void>
+}
+
+export const startLoadGenerator = (plan: Omit<LoadPlan, "seconds" | "warmupSeconds">): LoadGenerator => {
+  const planFile = planFileOf({ ...plan, seconds: 0, warmupSeconds: 0 })
+  const child = spawn(process.execPath, ["bench/http-load.ts", planFile, "--serve"], { stdio: ["pipe", "pipe", "inherit"] })
+  const waiting: Array<{ readonly resolve: (result: LoadResult) => void; readonly reject: (error: Error) => void }> = []
+  let out = ""
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString()
+    for (let end = out.indexOf("\n"); end !== -1; end = out.indexOf("\n")) {
+      const line = out.slice(0, end)
+      out = out.slice(end + 1)
+      waiting.shift()?.resolve(JSON.parse(line) as LoadResult)
+    }
+  })
+  const exited = new Promise<void>((resolve) =>
+    child.on("exit", (code) => {
+      for (const waiter of waiting.splice(0)) waiter.reject(new Error(`load generator exited ${code}`))
+      resolve()
+    }))
+  return {
+    run: (seconds, warmupSeconds) =>
+      new Promise<LoadResult>((resolve, reject) => {
+        waiting.push({ resolve, reject })
+        child.stdin.write(`${JSON.stringify({ seconds, warmupSeconds })}\n`)
+      }),
+    close: () => {
+      child.stdin.end()
+      return exited
+    }
+  }
+}
+
 /** Runs the load generator (bench/http-load.ts) in a process of its own, so it does not share Plinth's CPU time. */
 export const runLoad = (plan: LoadPlan) =>
   new Promise<LoadResult>((resolve, reject) => {
-    const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}.json`)
-    writeFileSync(planFile, JSON.stringify(plan))
+    const planFile = planFileOf(plan)
     const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
     let out = ""
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
