@@ -322,18 +322,26 @@ describe("PostgreSQL frozen (SIGSTOP): it stops answering but closes no connecti
   const at = { frozen: 0, thawed: 0 }
   let load: Load
   let ready: Load
+  /** More statements at once than the pool has connections: some wait for one to come free. */
+  let burst: Promise<ReadonlyArray<Sample>>
   let connections: { readonly total: number; readonly listening: number }
 
   beforeAll(async () => {
     // Twelve statements at once leave twelve pooled connections; with only four load workers,
     // requests during the freeze find idle ones (whose backends are frozen too).
     await Promise.all(Array.from({ length: 12 }, () => sqlRequest("SELECT pg_sleep(0.2)")))
+    const others = [member, await signIn("faults-burst@plinth.test", "member")]
     load = startLoad(() => sqlRequest("SELECT 1 AS one"), CONCURRENCY / 2, 5)
     ready = startLoad(readyRequest, 1, 200)
     await sleep(500)
     await pg.freeze()
     at.frozen = clock()
-    await sleep(FROZEN_MS)
+    await sleep(200)
+    burst = Promise.all(others.flatMap((token) =>
+      Array.from({ length: CONCURRENCY + 4 }, () =>
+        timedRequest(`${main.url}/sql`, { method: "POST", body: { sql: "SELECT 2 AS two", params: [] }, token }, 20_000))
+    ))
+    await sleep(FROZEN_MS - 200)
     pg.thaw()
     at.thawed = clock()
     await sleep(RECOVERY_MS + 1_000)
@@ -357,6 +365,12 @@ describe("PostgreSQL frozen (SIGSTOP): it stops answering but closes no connecti
   it("POST /sql answers within SQL_TIMEOUT (503) instead of hanging", () => {
     expect(overlapping(load.samples).length).toBeGreaterThan(0)
     expect(folded(misbehaved(load.samples, SQL_TIMEOUT_MS + MARGIN_MS))).toEqual([])
+  })
+
+  it("a statement waiting for a connection of the exhausted pool answers within SQL_TIMEOUT too (503)", async () => {
+    const samples = await burst
+    expect(samples.length).toBeGreaterThan(POOL_SIZE)
+    expect(folded(misbehaved(samples, SQL_TIMEOUT_MS + MARGIN_MS))).toEqual([])
   })
 
   it("/ready answers 503 within its 2 s bound", () => {
