@@ -8,7 +8,7 @@ import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { readFileSync, writeFileSync } from "node:fs"
+import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import type * as http from "node:http"
 import * as net from "node:net"
@@ -289,7 +289,7 @@ export interface LoadResult {
 }
 
 let plans = 0
-/** A file of its own for each load generator's plan (read when it starts; several may be starting). */
+/** A file of its own for each load generator's plan (read when it starts; several may be starting), removed when it exits. */
 const planFileOf = (plan: unknown) => {
   const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}-${++plans}.json`)
   writeFileSync(planFile, JSON.stringify(plan))
@@ -317,6 +317,7 @@ export const startLoadGenerator = (plan: Omit<LoadPlan, "seconds" | "warmupSecon
   })
   const exited = new Promise<void>((resolve) =>
     child.on("exit", (code) => {
+      rmSync(planFile, { force: true })
       for (const waiter of waiting.splice(0)) waiter.reject(new Error(`load generator exited ${code}`))
       resolve()
     }))
@@ -340,7 +341,11 @@ export const runLoad = (plan: LoadPlan) =>
     const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
     let out = ""
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim()) as LoadResult) : reject(new Error(`load generator exited ${code}`))))
+    child.on("exit", (code) => {
+      rmSync(planFile, { force: true })
+      if (code === 0) resolve(JSON.parse(out.trim()) as LoadResult)
+      else reject(new Error(`load generator exited ${code}`))
+    })
   })
 
 /**
