@@ -1,16 +1,16 @@
 /**
  * The load generator of the HTTP benchmarks, in a process of its own: `connections` keep-alive
  * connections, each sending its next POST as soon as the last answer is in, each request a random
- * one of the plan's (bodies and headers built once, before the clock starts). Prints one JSON line
- * with requests per second, latency percentiles and the measured requests' latency histogram (so
+ * one of the plan's (bodies and headers built once, before the clock starts). Prints, per run, one
+ * JSON line with requests per second, latency percentiles and the measured requests' latency histogram (so
  * the bench can merge several runs' latencies).
  *
  * A small client rather than autocannon: on 2 cores the load generator's CPU time is taken from
  * the server and the database, which the raw baseline (no HTTP) never pays. Measured here,
  * autocannon spent ~71 µs per request and this one ~38. It reads just enough of each response to
  * find its end and its status (Content-Length or chunked bodies).
- * Usage: node bench/http-load.ts <plan.json: {url, connections, seconds, warmupSeconds, requests: [{token, body}]}> [--serve]
- * (with --serve it runs once per `{seconds, warmupSeconds}` line on stdin instead, until stdin ends)
+ * Usage: node bench/http-load.ts <plan.json: {url, connections, requests: [{token, body}]}>, then one
+ * `{seconds, warmupSeconds}` line on stdin per run.
  */
 import { readFileSync } from "node:fs"
 import net from "node:net"
@@ -20,8 +20,6 @@ import { histogramOf, percentile } from "./stats.ts"
 interface Plan {
   readonly url: string
   readonly connections: number
-  readonly seconds: number
-  readonly warmupSeconds: number
   readonly requests: ReadonlyArray<{ readonly token: string; readonly body: string }>
 }
 
@@ -131,12 +129,8 @@ const once = async (seconds: number, warmupSeconds: number) => {
   return { ...measured, answered }
 }
 
-if (process.argv[3] === "--serve") {
-  // Kept for several runs (bench/support.ts `startLoadGenerator`): one `{seconds, warmupSeconds}` line in, one result line out.
-  for await (const line of createInterface({ input: process.stdin })) {
-    const { seconds, warmupSeconds } = JSON.parse(line) as { seconds: number; warmupSeconds: number }
-    process.stdout.write(`${JSON.stringify(await once(seconds, warmupSeconds))}\n`)
-  }
-} else {
-  process.stdout.write(`${JSON.stringify(await once(plan.seconds, plan.warmupSeconds))}\n`)
+// One `{seconds, warmupSeconds}` line in, one result line out, until stdin ends (bench/support.ts `startLoadGenerator`).
+for await (const line of createInterface({ input: process.stdin })) {
+  const { seconds, warmupSeconds } = JSON.parse(line) as { seconds: number; warmupSeconds: number }
+  process.stdout.write(`${JSON.stringify(await once(seconds, warmupSeconds))}\n`)
 }

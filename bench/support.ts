@@ -289,22 +289,19 @@ export interface LoadResult {
 }
 
 let plans = 0
-/** A file of its own for each load generator's plan (read when it starts; several may be starting), removed when it exits. */
-const planFileOf = (plan: unknown) => {
-  const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}-${++plans}.json`)
-  writeFileSync(planFile, JSON.stringify(plan))
-  return planFile
-}
 
-/** A load generator kept between runs, so that each run has it warm (its code compiled): bench/http-load.ts --serve. */
+/** A load generator kept between runs, so that each run has it warm (its code compiled): bench/http-load.ts. */
 export interface LoadGenerator {
   readonly run: (seconds: number, warmupSeconds: number) => Promise<LoadResult>
   readonly close: () => Promise<void>
 }
 
+/** The load generator (bench/http-load.ts) in a process of its own, so it does not share the server's CPU time. */
 export const startLoadGenerator = (plan: Omit<LoadPlan, "seconds" | "warmupSeconds">): LoadGenerator => {
-  const planFile = planFileOf({ ...plan, seconds: 0, warmupSeconds: 0 })
-  const child = spawn(process.execPath, ["bench/http-load.ts", planFile, "--serve"], { stdio: ["pipe", "pipe", "inherit"] })
+  // A file of its own for each generator's plan (several may be starting), removed when it exits.
+  const planFile = path.join(os.tmpdir(), `plinth-bench-plan-${process.pid}-${++plans}.json`)
+  writeFileSync(planFile, JSON.stringify(plan))
+  const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["pipe", "pipe", "inherit"] })
   const waiting: Array<{ readonly resolve: (result: LoadResult) => void; readonly reject: (error: Error) => void }> = []
   let out = ""
   child.stdout.on("data", (chunk: Buffer) => {
@@ -334,19 +331,15 @@ export const startLoadGenerator = (plan: Omit<LoadPlan, "seconds" | "warmupSecon
   }
 }
 
-/** Runs the load generator (bench/http-load.ts) in a process of its own, so it does not share Plinth's CPU time. */
-export const runLoad = (plan: LoadPlan) =>
-  new Promise<LoadResult>((resolve, reject) => {
-    const planFile = planFileOf(plan)
-    const child = spawn(process.execPath, ["bench/http-load.ts", planFile], { stdio: ["ignore", "pipe", "inherit"] })
-    let out = ""
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => {
-      rmSync(planFile, { force: true })
-      if (code === 0) resolve(JSON.parse(out.trim()) as LoadResult)
-      else reject(new Error(`load generator exited ${code}`))
-    })
-  })
+/** One run of a load generator of its own. */
+export const runLoad = async (plan: LoadPlan): Promise<LoadResult> => {
+  const generator = startLoadGenerator(plan)
+  try {
+    return await generator.run(plan.seconds, plan.warmupSeconds)
+  } finally {
+    await generator.close()
+  }
+}
 
 /**
  * The raw baselines' transaction: what a hand-written server on the driver would send for a
