@@ -5,29 +5,23 @@
  * are touched, and no axe-core violation on the bulk dialogs.
  */
 import AxeBuilder from "@axe-core/playwright"
-import type { Browser, Page } from "playwright-core"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { type AuthStack, post, type SignIn, signedIn, sqlRows, startAuthStack } from "../support/auth.ts"
-import { launchBrowser } from "../support/browser.ts"
-import { ensureConsoleBuilt } from "../support/build.ts"
-import { consoleTabs } from "../support/consoleTabs.ts"
+import type { Page } from "playwright-core"
+import { beforeAll, describe, expect, it } from "vitest"
+import { post, type SignIn, signedIn, sqlRows } from "../support/auth.ts"
+import { consoleSuite } from "../support/consoleTabs.ts"
 
-let stack: AuthStack
-let browser: Browser
+const suite = consoleSuite()
 let owner: SignIn
 
-const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(stack.main.url, who, "desk", statement, params)
+const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(suite.stack.main.url, who, "desk", statement, params)
 
 /** The tickets' titles and statuses, by title. */
 const tickets = async () =>
   Object.fromEntries((await run(owner, "SELECT title, status FROM tickets ORDER BY title")).map((row) => [row["title"], row["status"]]))
 
 beforeAll(async () => {
-  await ensureConsoleBuilt()
-  stack = await startAuthStack()
-  browser = await launchBrowser()
-  owner = await signedIn(stack, "bulk-owner@plinth.test", "owner")
-  await post(stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["desk", "Desk", "Tickets"] }, { token: owner.token })
+  owner = await signedIn(suite.stack, "bulk-owner@plinth.test", "owner")
+  await post(suite.stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["desk", "Desk", "Tickets"] }, { token: owner.token })
   await run(owner, "SELECT sys.create_table($1, $2)", ["tickets", [
     { name: "title", type: "text", required: true },
     { name: "status", type: "choice", required: true, default: "open", options: [
@@ -37,13 +31,6 @@ beforeAll(async () => {
     { name: "code", type: "text", unique: true }
   ]])
 }, 120_000)
-afterAll(async () => {
-  await browser?.close()
-  await stack?.close()
-})
-
-const { openAs, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
-afterEach(recycle)
 
 const ticketsTable = (page: Page) => page.getByRole("table", { name: /^Tickets/ })
 const bulk = (page: Page) => page.getByRole("group", { name: "Bulk actions" })
@@ -57,7 +44,7 @@ const freshTickets = async (titles: ReadonlyArray<string>) => {
 describe("bulk actions on the table screen", () => {
   it("two ticked rows get a choice field set; the other rows stay as they were", async () => {
     await freshTickets(["alpha", "bravo", "charlie", "delta"])
-    const page = await openAs(owner, "/apps/desk/tables/tickets")
+    const page = await suite.openAs(owner, "/apps/desk/tables/tickets")
     const table = ticketsTable(page)
     await table.getByRole("cell", { name: "delta", exact: true }).waitFor()
     await table.getByRole("checkbox", { name: "Select alpha" }).check()
@@ -78,7 +65,7 @@ describe("bulk actions on the table screen", () => {
 
   it("all rows matching a search are deleted after a confirmation that says how many; exactly those are gone", async () => {
     await freshTickets(["printer jam", "printer toner", "laptop", "phone", "printer cable"])
-    const page = await openAs(owner, "/apps/desk/tables/tickets")
+    const page = await suite.openAs(owner, "/apps/desk/tables/tickets")
     await ticketsTable(page).getByRole("cell", { name: "phone", exact: true }).waitFor()
     await page.getByRole("search").getByLabel("Search", { exact: true }).fill("printer")
     await ticketsTable(page).getByRole("cell", { name: "laptop", exact: true }).waitFor({ state: "detached" })
@@ -95,7 +82,7 @@ describe("bulk actions on the table screen", () => {
 
   it("a bulk edit the database refuses (a unique column) changes no row, and says why", async () => {
     await freshTickets(["one", "two", "three"])
-    const page = await openAs(owner, "/apps/desk/tables/tickets")
+    const page = await suite.openAs(owner, "/apps/desk/tables/tickets")
     const table = ticketsTable(page)
     await table.getByRole("cell", { name: "three", exact: true }).waitFor()
     await bulk(page).getByRole("checkbox", { name: "Select all rows on this page" }).check()
@@ -115,9 +102,9 @@ describe("bulk actions on the table screen", () => {
   it("a member who reads every row but writes only their own: 'all rows' touches their rows only", async () => {
     await freshTickets(["owner's first", "owner's second"])
     await run(owner, "SELECT sys.set_table_permissions($1, $2, $3, $4, $5)", ["tickets", "member", "all", "own", "own"])
-    const member = await signedIn(stack, "bulk-member@plinth.test", "member")
+    const member = await signedIn(suite.stack, "bulk-member@plinth.test", "member")
     await run(member, "INSERT INTO tickets (title, code) VALUES ('member first', 'm1'), ('member second', 'm2')")
-    const page = await openAs(member, "/apps/desk/tables/tickets")
+    const page = await suite.openAs(member, "/apps/desk/tables/tickets")
     await ticketsTable(page).getByRole("cell", { name: "owner's first", exact: true }).waitFor()
     await ticketsTable(page).getByRole("cell", { name: "member second", exact: true }).waitFor()
     await bulk(page).getByRole("button", { name: "Select all rows" }).click()
@@ -134,8 +121,8 @@ describe("bulk actions on the table screen", () => {
 
   it("offers no bulk action to a role that may not change or delete rows", async () => {
     await run(owner, "SELECT sys.set_table_permissions($1, $2, $3, $4, $5)", ["tickets", "member", "all", "none", "none"])
-    const member = await signedIn(stack, "bulk-reader@plinth.test", "member")
-    const page = await openAs(member, "/apps/desk/tables/tickets")
+    const member = await signedIn(suite.stack, "bulk-reader@plinth.test", "member")
+    const page = await suite.openAs(member, "/apps/desk/tables/tickets")
     await ticketsTable(page).getByRole("row").nth(1).waitFor()
     expect(await page.getByRole("group", { name: "Bulk actions" }).count()).toBe(0)
     expect(await page.getByRole("checkbox").count()).toBe(0)
@@ -143,7 +130,7 @@ describe("bulk actions on the table screen", () => {
 
   it("has no axe-core (WCAG 2 A and AA) violations with rows ticked, in the edit dialog and in the delete confirmation", async () => {
     await freshTickets(["axe one", "axe two"])
-    const page = await openAs(owner, "/apps/desk/tables/tickets")
+    const page = await suite.openAs(owner, "/apps/desk/tables/tickets")
     const check = async (screen: string) => {
       const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa"]).analyze()
       expect(results.violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`), screen).toEqual([])

@@ -5,40 +5,23 @@
  * screens and their rules, a 401 ending the session, and no axe-core (WCAG 2 A/AA) violation.
  */
 import AxeBuilder from "@axe-core/playwright"
-import type { Browser, Page } from "playwright-core"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import type { Page } from "playwright-core"
+import { describe, expect, it } from "vitest"
 import { magicLinkUrl } from "../../src/services/Mailer.ts"
-import { consoleTabs } from "../support/consoleTabs.ts"
-import { launchBrowser } from "../support/browser.ts"
-import { type AuthStack, inviteAsDatabaseAdmin, mailedToken, post, startAuthStack } from "../support/auth.ts"
-import { ensureConsoleBuilt } from "../support/build.ts"
+import { consoleSuite } from "../support/consoleTabs.ts"
+import { inviteAsDatabaseAdmin, mailedToken, post } from "../support/auth.ts"
 import { query } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 
-let stack: AuthStack
-let browser: Browser
-
-beforeAll(async () => {
-  await ensureConsoleBuilt()
-  stack = await startAuthStack()
-  browser = await launchBrowser()
-}, 120_000)
-afterAll(async () => {
-  await browser?.close()
-  await stack?.close()
-})
-
-/** Fresh tabs of their own (their own sessionStorage): one person each. */
-const { newPage, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
-afterEach(recycle)
+const suite = consoleSuite()
 
 /** The link a magic-link mail (or `plinth invite`) gives, with APP_URL's default: this service's console. */
-const linkFor = (token: string) => magicLinkUrl(new URL(`${stack.main.url}/console`), token)
+const linkFor = (token: string) => magicLinkUrl(new URL(`${suite.stack.main.url}/console`), token)
 
 /** Invited as a database administrator does it (`plinth invite`), then signed in by opening the link. */
 const signInAs = async (email: string, role: string): Promise<Page> => {
-  const page = await newPage()
-  await page.goto(linkFor(await inviteAsDatabaseAdmin(stack.db, email, role)))
+  const page = await suite.newPage()
+  await page.goto(linkFor(await inviteAsDatabaseAdmin(suite.stack.db, email, role)))
   await page.getByRole("button", { name: "Sign out" }).waitFor()
   return page
 }
@@ -51,11 +34,11 @@ const expectNoAxeViolations = async (page: Page, screen: string) => {
 
 describe("signing in", () => {
   it("a new owner opens the invitation link, is signed in, creates an app and finds it in the switcher", async () => {
-    const page = await newPage()
-    await page.goto(linkFor(await inviteAsDatabaseAdmin(stack.db, "first-owner@plinth.test", "owner")))
+    const page = await suite.newPage()
+    await page.goto(linkFor(await inviteAsDatabaseAdmin(suite.stack.db, "first-owner@plinth.test", "owner")))
     await page.getByRole("button", { name: "Sign out" }).waitFor()
     // The link's token left the address (and the history); the JWT is kept for the tab.
-    expect(page.url()).toBe(`${stack.main.url}/console/`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/`)
     expect(await page.evaluate(() => sessionStorage.getItem("plinth.token"))).toMatch(/^eyJ/)
     expect(await page.getByRole("banner").textContent()).toContain("(Owner)")
 
@@ -68,12 +51,12 @@ describe("signing in", () => {
     const switcher = page.getByLabel("App", { exact: true })
     expect(await switcher.inputValue()).toBe("crm")
     expect(await switcher.getByRole("option").allTextContents()).toEqual(["Public", "Customer relations"])
-    expect(page.url()).toBe(`${stack.main.url}/console/apps/crm`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/apps/crm`)
 
     // Tables made elsewhere (here through /sql) show up at the next move, drawn by the write_target rules:
     // each read view under its table's label, no table twice.
     const jwt = (await page.evaluate(() => sessionStorage.getItem("plinth.token")))!
-    const created = await post(stack.main.url, "/sql", {
+    const created = await post(suite.stack.main.url, "/sql", {
       sql: "SELECT sys.create_table($1, $2)",
       params: ["order_lines", [{ name: "quantity", type: "integer" }]]
     }, { token: jwt, headers: { "x-app-schema": "crm" } })
@@ -84,22 +67,22 @@ describe("signing in", () => {
     expect(await navigation.getByRole("link", { name: /order_lines/i }).count()).toBe(0)
     await navigation.getByRole("link", { name: "Order lines" }).click()
     await page.getByRole("heading", { level: 1, name: "Order lines" }).waitFor()
-    expect(page.url()).toBe(`${stack.main.url}/console/apps/crm/tables/order_lines`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/apps/crm/tables/order_lines`)
   })
 
   it("mails a link from the sign-in screen, signs in with it, and words a rate limit with its wait", async () => {
     const email = "asks-for-links@plinth.test"
-    await inviteAsDatabaseAdmin(stack.db, email, "member")
-    const page = await newPage()
-    await page.goto(`${stack.main.url}/console/`)
+    await inviteAsDatabaseAdmin(suite.stack.db, email, "member")
+    const page = await suite.newPage()
+    await page.goto(`${suite.stack.main.url}/console/`)
     const form = page.getByRole("form", { name: "Get a sign-in link" })
     await form.getByLabel("Email").fill(email)
     await form.getByRole("button", { name: "Email me a sign-in link" }).click()
     await page.getByRole("status").filter({ hasText: "Check your email" }).waitFor()
 
-    const token = await mailedToken(stack.mail, email)
+    const token = await mailedToken(suite.stack.mail, email)
     // Two more links use up the mailbox's three per 15 minutes; the screen's next one is refused.
-    for (let i = 0; i < 2; i++) expect((await post(stack.main.url, "/auth/magic-link", { email })).status).toBe(200)
+    for (let i = 0; i < 2; i++) expect((await post(suite.stack.main.url, "/auth/magic-link", { email })).status).toBe(200)
     await form.getByRole("button", { name: "Email me a sign-in link" }).click()
     const refusal = await page.getByRole("alert").textContent()
     expect(refusal).toMatch(/^Too many attempts\. Please try again in \d+ (minutes|seconds)\.$/)
@@ -113,12 +96,12 @@ describe("signing in", () => {
   })
 
   it("a spent link says so in words and leaves the user signed out", async () => {
-    const token = await inviteAsDatabaseAdmin(stack.db, "spent-link@plinth.test", "member")
-    expect((await post(stack.main.url, "/auth/magic-link/verify", { token })).status).toBe(200)
-    const page = await newPage()
+    const token = await inviteAsDatabaseAdmin(suite.stack.db, "spent-link@plinth.test", "member")
+    expect((await post(suite.stack.main.url, "/auth/magic-link/verify", { token })).status).toBe(200)
+    const page = await suite.newPage()
     await page.goto(linkFor(token))
     expect(await page.getByRole("alert").textContent()).toBe("This sign-in link is invalid, already used or expired. Please ask for a new one below.")
-    expect(page.url()).toBe(`${stack.main.url}/console/`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/`)
     expect(await page.evaluate(() => sessionStorage.getItem("plinth.token"))).toBeNull()
   })
 
@@ -156,13 +139,13 @@ describe("the shell and the admin screens", () => {
     const navigation = page.getByRole("navigation", { name: "Main" })
     expect(await navigation.getByRole("link", { name: "Overview" }).count()).toBe(1)
     for (const name of ["Users", "Audit", "New app"]) expect(await navigation.getByRole("link", { name }).count(), name).toBe(0)
-    await page.goto(`${stack.main.url}/console/users`)
+    await page.goto(`${suite.stack.main.url}/console/users`)
     await page.getByRole("heading", { level: 1, name: "Not allowed" }).waitFor()
   })
 
   it("an admin is offered no owner or admin role in the Users screen", async () => {
-    await inviteAsDatabaseAdmin(stack.db, "managed-member@plinth.test", "member")
-    await inviteAsDatabaseAdmin(stack.db, "an-owner@plinth.test", "owner")
+    await inviteAsDatabaseAdmin(suite.stack.db, "managed-member@plinth.test", "member")
+    await inviteAsDatabaseAdmin(suite.stack.db, "an-owner@plinth.test", "owner")
     const page = await signInAs("an-admin@plinth.test", "admin")
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Users" }).click()
     await page.getByRole("table", { name: "All users" }).waitFor()
@@ -180,14 +163,14 @@ describe("the shell and the admin screens", () => {
   })
 
   it("deactivating a user in the Users screen stops their next sign-in", async () => {
-    const link = linkFor(await inviteAsDatabaseAdmin(stack.db, "leaving@plinth.test", "staff"))
+    const link = linkFor(await inviteAsDatabaseAdmin(suite.stack.db, "leaving@plinth.test", "staff"))
     const owner = await signInAs("deactivating-owner@plinth.test", "owner")
     await owner.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Users" }).click()
     await owner.getByRole("button", { name: "Deactivate leaving@plinth.test", exact: true }).click()
     await owner.getByRole("status").filter({ hasText: "leaving@plinth.test is deactivated" }).waitFor()
     await owner.getByRole("button", { name: "Activate leaving@plinth.test", exact: true }).waitFor()
 
-    const leaving = await newPage()
+    const leaving = await suite.newPage()
     await leaving.goto(link)
     expect(await leaving.getByRole("alert").textContent()).toBe("This sign-in link is invalid, already used or expired. Please ask for a new one below.")
     expect(await leaving.evaluate(() => sessionStorage.getItem("plinth.token"))).toBeNull()
@@ -210,14 +193,14 @@ describe("live", () => {
     const navigation = page.getByRole("navigation", { name: "Main" })
     await navigation.getByRole("status").filter({ hasText: "Loading tables" }).waitFor({ state: "detached" })
     const jwt = (await page.evaluate(() => sessionStorage.getItem("plinth.token")))!
-    const created = await post(stack.main.url, "/sql", { sql: "SELECT sys.create_table($1, $2)", params: ["invoices", [{ name: "number", type: "text" }]] }, { token: jwt })
+    const created = await post(suite.stack.main.url, "/sql", { sql: "SELECT sys.create_table($1, $2)", params: ["invoices", [{ name: "number", type: "text" }]] }, { token: jwt })
     expect(created.status).toBe(200)
     const invoices = navigation.getByRole("link", { name: "Invoices" })
     expect(await invoices.count()).toBe(0)
 
     // The tab's stream may still be opening at the first kill: kill again until it hears its resync.
     const shown = await eventually(async () => {
-      await query(stack.db.adminUrl, (sql) =>
+      await query(suite.stack.db.adminUrl, (sql) =>
         sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'plinth listen'`)
       return invoices.waitFor({ timeout: 3_000 }).then(() => true, () => false)
@@ -228,8 +211,8 @@ describe("live", () => {
 
 describe("accessibility (axe-core, WCAG 2 A and AA)", () => {
   it("has no violations on the sign-in, shell, Users and Audit screens", async () => {
-    const page = await newPage()
-    await page.goto(`${stack.main.url}/console/`)
+    const page = await suite.newPage()
+    await page.goto(`${suite.stack.main.url}/console/`)
     await page.getByRole("heading", { level: 1, name: "Sign in to Plinth" }).waitFor()
     await expectNoAxeViolations(page, "sign-in")
 

@@ -6,21 +6,18 @@
  * app's home page for a role, and no axe-core violation on a page and on the editor.
  */
 import AxeBuilder from "@axe-core/playwright"
-import type { Browser, Page } from "playwright-core"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { type AuthStack, post, type SignIn, signedIn, sqlRows, startAuthStack } from "../support/auth.ts"
-import { launchBrowser } from "../support/browser.ts"
-import { ensureConsoleBuilt } from "../support/build.ts"
-import { consoleTabs } from "../support/consoleTabs.ts"
+import type { Page } from "playwright-core"
+import { beforeAll, describe, expect, it } from "vitest"
+import { post, type SignIn, signedIn, sqlRows } from "../support/auth.ts"
+import { consoleSuite } from "../support/consoleTabs.ts"
 import { query } from "../support/database.ts"
 import { eventually } from "../support/eventually.ts"
 
-let stack: AuthStack
-let browser: Browser
+const suite = consoleSuite()
 let owner: SignIn
 let member: SignIn
 
-const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(stack.main.url, who, "shop", statement, params)
+const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(suite.stack.main.url, who, "shop", statement, params)
 
 const fence = "```"
 const DASHBOARD = [
@@ -116,14 +113,11 @@ const SHAPES = [
 ].join("\n")
 
 beforeAll(async () => {
-  await ensureConsoleBuilt()
-  stack = await startAuthStack()
-  browser = await launchBrowser()
-  owner = await signedIn(stack, "pages-owner@plinth.test", "owner")
-  member = await signedIn(stack, "pages-member@plinth.test", "member")
-  await post(stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["shop", "Shop", "Orders"] }, { token: owner.token })
+  owner = await signedIn(suite.stack, "pages-owner@plinth.test", "owner")
+  member = await signedIn(suite.stack, "pages-member@plinth.test", "member")
+  await post(suite.stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["shop", "Shop", "Orders"] }, { token: owner.token })
   // Members open the shop at its dashboard (home pages are set by an app definition's import).
-  await query(stack.db.adminUrl, (sql) => sql`UPDATE sys.apps SET home_page = '{"member": "dashboard"}'::jsonb WHERE schema_name = 'shop'`)
+  await query(suite.stack.db.adminUrl, (sql) => sql`UPDATE sys.apps SET home_page = '{"member": "dashboard"}'::jsonb WHERE schema_name = 'shop'`)
   await run(owner, "SELECT sys.create_table($1, $2)", ["orders", [
     { name: "status", type: "choice", required: true, default: "open", options: [
       { value: "open", label: "Open", color: "#0b5cad" },
@@ -141,19 +135,12 @@ beforeAll(async () => {
   await run(owner, "SELECT sys.create_page($1, $2, $3)", ["by-status", "By status", BY_STATUS])
   await run(owner, "SELECT sys.create_page($1, $2, $3)", ["shapes", "Shapes", SHAPES])
 }, 120_000)
-afterAll(async () => {
-  await browser?.close()
-  await stack?.close()
-})
-
-const { openAs, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
-afterEach(recycle)
 
 const chartOf = (page: Page) => page.getByRole("figure", { name: "Orders by status" })
 
 describe("pages in the console", () => {
   it("renders a page's value, bar chart (one bar per status) and table over the rows, and lists the app's pages", async () => {
-    const page = await openAs(owner, "/apps/shop/pages/dashboard")
+    const page = await suite.openAs(owner, "/apps/shop/pages/dashboard")
     await page.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
     const revenue = page.getByRole("figure", { name: "Revenue" })
     await revenue.getByText("$1,271.50").waitFor()
@@ -190,9 +177,9 @@ describe("pages in the console", () => {
   })
 
   it("computes a member's page over their own rows only, and opens the app at the member's home page", async () => {
-    const page = await openAs(member, "/apps/shop")
+    const page = await suite.openAs(member, "/apps/shop")
     await page.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
-    expect(page.url()).toBe(`${stack.main.url}/console/apps/shop/pages/dashboard`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/apps/shop/pages/dashboard`)
     await page.getByRole("figure", { name: "Revenue" }).getByText("$7.00").waitFor()
     const chart = chartOf(page)
     await chart.getByRole("img", { name: "Cancelled: 1", exact: true }).waitFor()
@@ -205,12 +192,12 @@ describe("pages in the console", () => {
   })
 
   it("binds the page URL's query to the queries' parameters, and runs the queries again on Refresh", async () => {
-    const page = await openAs(owner, "/apps/shop/pages/by-status?status=open")
+    const page = await suite.openAs(owner, "/apps/shop/pages/by-status?status=open")
     const picked = page.getByRole("figure", { name: "Orders with this status" })
     await picked.getByText("2", { exact: true }).waitFor()
     await page.getByRole("link", { name: "shipped ones" }).click()
     await picked.getByText("1", { exact: true }).waitFor()
-    expect(page.url()).toBe(`${stack.main.url}/console/apps/shop/pages/by-status?status=shipped`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/apps/shop/pages/by-status?status=shipped`)
     await run(owner, "INSERT INTO orders (status, total, note) VALUES ('shipped', 1, 'Z')")
     await page.getByRole("button", { name: "Refresh" }).click()
     await picked.getByText("2", { exact: true }).waitFor()
@@ -218,7 +205,7 @@ describe("pages in the console", () => {
   })
 
   it("draws line, area and pie charts, a series column as a legend, and a percent value", async () => {
-    const page = await openAs(owner, "/apps/shop/pages/shapes")
+    const page = await suite.openAs(owner, "/apps/shop/pages/shapes")
     const lines = page.getByRole("figure", { name: "Lines" })
     await lines.getByRole("img", { name: /^Line chart of N by Month/ }).waitFor()
     for (const point of ["Open, Jan: 3", "Open, Feb: 5", "Shipped, Jan: 1"]) expect(await lines.getByRole("img", { name: point, exact: true }).count()).toBe(1)
@@ -231,7 +218,7 @@ describe("pages in the console", () => {
   })
 
   it("shows a broken query's error and a missing column's error in their places, and renders the rest", async () => {
-    const page = await openAs(owner, "/apps/shop/pages/broken")
+    const page = await suite.openAs(owner, "/apps/shop/pages/broken")
     await page.getByRole("figure", { name: "Order count" }).getByText("4").waitFor()
     const alerts = page.getByRole("main").getByRole("alert")
     expect(await eventually(async () => (await alerts.count()) === 2)).toBe(true)
@@ -241,7 +228,7 @@ describe("pages in the console", () => {
 
   it("re-renders the open page when another session changes it, and lists a new page", async () => {
     await run(owner, "SELECT sys.create_page($1, $2, $3)", ["live", "Live", "# Live\n\nFirst version."])
-    const page = await openAs(owner, "/apps/shop/pages/live")
+    const page = await suite.openAs(owner, "/apps/shop/pages/live")
     await page.getByText("First version.").waitFor()
     await run(owner, "SELECT sys.update_page($1, $2, $3)", ["live", "Live, changed", "# Live\n\nSecond version."])
     await page.getByText("Second version.").waitFor()
@@ -251,19 +238,19 @@ describe("pages in the console", () => {
   })
 
   it("follows page and table links inside the console", async () => {
-    const page = await openAs(owner, "/apps/shop/pages/dashboard")
+    const page = await suite.openAs(owner, "/apps/shop/pages/dashboard")
     await page.getByRole("link", { name: "the notes page" }).click()
     await page.getByRole("heading", { level: 1, name: "Notes" }).waitFor()
-    expect(page.url()).toBe(`${stack.main.url}/console/apps/shop/pages/notes`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/apps/shop/pages/notes`)
     await page.getByRole("main").getByRole("link", { name: "dashboard" }).click()
     await page.getByRole("link", { name: "the orders table" }).click()
     await page.getByRole("heading", { level: 1, name: "Orders" }).waitFor()
-    expect(page.url()).toBe(`${stack.main.url}/console/apps/shop/tables/orders`)
+    expect(page.url()).toBe(`${suite.stack.main.url}/console/apps/shop/tables/orders`)
   })
 
   it("edits a page beside its live preview, lists the source's problems with their lines, saves, and makes a new page", async () => {
     await run(owner, "SELECT sys.create_page($1, $2, $3)", ["draft", "Draft", "# Draft\n\nNothing yet."])
-    const page = await openAs(owner, "/apps/shop/pages/draft")
+    const page = await suite.openAs(owner, "/apps/shop/pages/draft")
     await page.getByRole("link", { name: "Edit page" }).click()
     const source = page.getByLabel("Source")
     await source.waitFor()
@@ -314,7 +301,7 @@ describe("pages in the console", () => {
   })
 
   it("has no axe-core (WCAG 2 A and AA) violations on a page and on the editor", async () => {
-    const page = await openAs(owner, "/apps/shop/pages/dashboard")
+    const page = await suite.openAs(owner, "/apps/shop/pages/dashboard")
     await chartOf(page).getByRole("img", { name: "Open: 2", exact: true }).waitFor()
     await page.getByRole("table", { name: "All orders" }).getByRole("row").nth(1).waitFor()
     const check = async (screen: string) => {

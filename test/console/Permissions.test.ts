@@ -4,27 +4,21 @@
  * refused change is said beside its cell, members see no Permissions entry, and no axe-core violation.
  */
 import AxeBuilder from "@axe-core/playwright"
-import type { Browser, Page } from "playwright-core"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { consoleTabs } from "../support/consoleTabs.ts"
-import { type AuthStack, post, type SignIn, signedIn, sqlRows, startAuthStack } from "../support/auth.ts"
-import { launchBrowser } from "../support/browser.ts"
-import { ensureConsoleBuilt } from "../support/build.ts"
+import type { Page } from "playwright-core"
+import { beforeAll, describe, expect, it } from "vitest"
+import { consoleSuite } from "../support/consoleTabs.ts"
+import { post, type SignIn, signedIn, sqlRows } from "../support/auth.ts"
 
-let stack: AuthStack
-let browser: Browser
+const suite = consoleSuite()
 let owner: SignIn
 let member: SignIn
 
-const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(stack.main.url, who, "shop", statement, params)
+const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(suite.stack.main.url, who, "shop", statement, params)
 
 beforeAll(async () => {
-  await ensureConsoleBuilt()
-  stack = await startAuthStack()
-  browser = await launchBrowser()
-  owner = await signedIn(stack, "permissions-owner@plinth.test", "owner")
-  member = await signedIn(stack, "permissions-member@plinth.test", "member")
-  await post(stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["shop", "Shop", ""] }, { token: owner.token })
+  owner = await signedIn(suite.stack, "permissions-owner@plinth.test", "owner")
+  member = await signedIn(suite.stack, "permissions-member@plinth.test", "member")
+  await post(suite.stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["shop", "Shop", ""] }, { token: owner.token })
   await run(owner, "SELECT sys.create_table($1, $2)", ["orders", [{ name: "note", type: "text" }]])
   await run(owner, "SELECT sys.create_table($1, $2)", ["order_lines", [{ name: "quantity", type: "integer" }]])
   // Members start by reading every order: the screen's change is what narrows it.
@@ -32,20 +26,13 @@ beforeAll(async () => {
   await run(owner, "INSERT INTO orders (note) VALUES ($1)", ["the owner's order"])
   await run(member, "INSERT INTO orders (note) VALUES ($1)", ["the member's order"])
 }, 120_000)
-afterAll(async () => {
-  await browser?.close()
-  await stack?.close()
-})
-
-const { openAs, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
-afterEach(recycle)
 
 const notes = async (who: SignIn) => (await run(who, "SELECT note FROM orders_v ORDER BY note")).map((row) => row.note)
 
 describe("the Permissions screen", () => {
   it("an owner sets member read to Own on a table, and the member then sees only their own rows", async () => {
     expect(await notes(member)).toEqual(["the member's order", "the owner's order"])
-    const page = await openAs(owner, "/apps/shop")
+    const page = await suite.openAs(owner, "/apps/shop")
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Permissions" }).click()
     await page.getByRole("heading", { level: 1, name: "Permissions" }).waitFor()
     const grid = page.getByRole("table", { name: "Permissions of the tables of Shop" })
@@ -67,7 +54,7 @@ describe("the Permissions screen", () => {
     expect(await notes(member)).toEqual(["the member's order"])
 
     // The member's table screen shows that one row too.
-    const seen = await openAs(member, "/apps/shop/tables/orders")
+    const seen = await suite.openAs(member, "/apps/shop/tables/orders")
     const orders = seen.getByRole("table", { name: /^Orders/ })
     await orders.getByRole("cell", { name: "the member's order", exact: true }).waitFor()
     expect(await orders.getByRole("cell", { name: "the owner's order", exact: true }).count()).toBe(0)
@@ -75,7 +62,7 @@ describe("the Permissions screen", () => {
   })
 
   it("a refused change is said in words beside its cell and the cell keeps what is saved", async () => {
-    const page = await openAs(owner, "/apps/shop")
+    const page = await suite.openAs(owner, "/apps/shop")
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Permissions" }).click()
     const cell = page.getByLabel("Order lines: staff write")
     expect(await cell.inputValue()).toBe("all")
@@ -92,11 +79,11 @@ describe("the Permissions screen", () => {
   })
 
   it("a member sees no Permissions entry and may not open the screen", async () => {
-    const page = await openAs(member, "/apps/shop")
+    const page = await suite.openAs(member, "/apps/shop")
     const navigation = page.getByRole("navigation", { name: "Main" })
     await navigation.getByRole("link", { name: "Overview" }).waitFor()
     expect(await navigation.getByRole("link", { name: "Permissions" }).count()).toBe(0)
-    await page.goto(`${stack.main.url}/console/permissions`)
+    await page.goto(`${suite.stack.main.url}/console/permissions`)
     await page.getByRole("heading", { level: 1, name: "Not allowed" }).waitFor()
     expect(await page.getByRole("table").count()).toBe(0)
   })

@@ -5,19 +5,16 @@
  * and deleting rows with the reference picker, a member's own rows, and no axe-core violation.
  */
 import AxeBuilder from "@axe-core/playwright"
-import type { Browser, Page } from "playwright-core"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { consoleTabs } from "../support/consoleTabs.ts"
-import { type AuthStack, post, type SignIn, signedIn, sqlRows, startAuthStack } from "../support/auth.ts"
-import { launchBrowser } from "../support/browser.ts"
-import { ensureConsoleBuilt } from "../support/build.ts"
+import type { Page } from "playwright-core"
+import { beforeAll, describe, expect, it } from "vitest"
+import { consoleSuite } from "../support/consoleTabs.ts"
+import { post, type SignIn, signedIn, sqlRows } from "../support/auth.ts"
 import { eventually } from "../support/eventually.ts"
 
-let stack: AuthStack
-let browser: Browser
+const suite = consoleSuite()
 let owner: SignIn
 
-const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(stack.main.url, who, "shop", statement, params)
+const run = (who: SignIn, statement: string, params?: ReadonlyArray<unknown>) => sqlRows(suite.stack.main.url, who, "shop", statement, params)
 
 const addOrder = (who: SignIn, customer: string, note: string, fields: { status?: string; total?: string; paid?: boolean; due?: string } = {}) =>
   run(
@@ -27,11 +24,8 @@ const addOrder = (who: SignIn, customer: string, note: string, fields: { status?
   )
 
 beforeAll(async () => {
-  await ensureConsoleBuilt()
-  stack = await startAuthStack()
-  browser = await launchBrowser()
-  owner = await signedIn(stack, "table-owner@plinth.test", "owner")
-  await post(stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["shop", "Shop", "Customers and orders"] }, { token: owner.token })
+  owner = await signedIn(suite.stack, "table-owner@plinth.test", "owner")
+  await post(suite.stack.main.url, "/sql", { sql: "SELECT sys.create_app($1, $2, $3)", params: ["shop", "Shop", "Customers and orders"] }, { token: owner.token })
   await run(owner, "SELECT sys.create_table($1, $2)", ["customers", [
     { name: "name", type: "text", required: true },
     { name: "email", type: "email", unique: true },
@@ -54,13 +48,6 @@ beforeAll(async () => {
     "Acme Ltd", "buy@acme.test", "Globex", "orders@globex.test", "Initech", "it@initech.test"
   ])
 }, 120_000)
-afterAll(async () => {
-  await browser?.close()
-  await stack?.close()
-})
-
-const { openAs, recycle } = consoleTabs(() => browser, () => `${stack.main.url}/console`)
-afterEach(recycle)
 
 const ordersOf = (page: Page) => page.getByRole("table", { name: /^Orders/ })
 
@@ -82,7 +69,7 @@ describe("the table screen", () => {
     await addOrder(owner, "Acme Ltd", "First order", { status: "shipped", total: "1234.5", paid: true, due: "2026-03-04" })
     await addOrder(owner, "Globex", "Globex order", { total: "10" })
     await addOrder(owner, "Initech", "Initech order", { total: "300" })
-    const page = await openAs(owner, "/apps/shop/tables/orders")
+    const page = await suite.openAs(owner, "/apps/shop/tables/orders")
     const table = ordersOf(page)
     await table.waitFor()
     expect(await table.getByRole("columnheader").allTextContents()).toEqual(["Customer", "Status", "Total", "Paid", "Due on", "Note", "Created ▼", "Actions"])
@@ -132,7 +119,7 @@ describe("the table screen", () => {
   })
 
   it("adds a row with the reference picker, edits and deletes it, and names the field of a duplicate", async () => {
-    const page = await openAs(owner, "/apps/shop/tables/orders")
+    const page = await suite.openAs(owner, "/apps/shop/tables/orders")
     await ordersOf(page).waitFor()
     await page.getByRole("button", { name: "New row" }).click()
     const form = page.getByRole("form", { name: "New row in Orders" })
@@ -187,9 +174,9 @@ describe("the table screen", () => {
 
   it("a member with own permissions sees and edits only their rows, and gets no create button where they may not insert", async () => {
     await run(owner, "SELECT sys.set_table_permissions($1, $2, $3, $4, $5)", ["customers", "member", "all", "none", "none"])
-    const member = await signedIn(stack, "table-member@plinth.test", "member")
+    const member = await signedIn(suite.stack, "table-member@plinth.test", "member")
     await addOrder(member, "Globex", "Member order", { total: "5" })
-    const page = await openAs(member, "/apps/shop/tables/orders")
+    const page = await suite.openAs(member, "/apps/shop/tables/orders")
     await ordersOf(page).waitFor()
     await waitForColumn(page, "Orders", 5, ["Member order"])
     expect(await page.getByText("1 row", { exact: true }).count()).toBe(1)
@@ -212,7 +199,7 @@ describe("the table screen", () => {
 
   it("pages by keyset through a few hundred rows: none repeated or missed, in the default order and sorted", async () => {
     await run(owner, "INSERT INTO items (n) SELECT g FROM generate_series(1, 230) g")
-    const page = await openAs(owner, "/apps/shop/tables/items")
+    const page = await suite.openAs(owner, "/apps/shop/tables/items")
     const readAll = async () => {
       const seen: Array<string> = []
       for (let pageNumber = 1; ; pageNumber++) {
@@ -232,7 +219,7 @@ describe("the table screen", () => {
     expect(byDefault).toHaveLength(230)
     expect(new Set(byDefault).size).toBe(230)
 
-    await page.goto(`${stack.main.url}/console/apps/shop/tables/items`)
+    await page.goto(`${suite.stack.main.url}/console/apps/shop/tables/items`)
     const items = page.getByRole("table", { name: "Items" })
     await items.getByRole("button", { name: "N", exact: true }).click()
     expect(await eventually(async () => (await items.getByRole("columnheader", { name: "N", exact: true }).getAttribute("aria-sort")) === "ascending")).toBe(true)
@@ -241,7 +228,7 @@ describe("the table screen", () => {
   }, 60_000)
 
   it("has no axe-core (WCAG 2 A and AA) violations on the table screen and its form", async () => {
-    const page = await openAs(owner, "/apps/shop/tables/orders")
+    const page = await suite.openAs(owner, "/apps/shop/tables/orders")
     await ordersOf(page).getByRole("row").nth(1).waitFor()
     const check = async (screen: string) => {
       const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa"]).analyze()

@@ -5,6 +5,10 @@
  * single-process Chromium with it.
  */
 import type { Browser, BrowserContextOptions, Page } from "playwright-core"
+import { afterAll, afterEach, beforeAll } from "vitest"
+import { type AuthStack, startAuthStack } from "./auth.ts"
+import { launchBrowser } from "./browser.ts"
+import { ensureConsoleBuilt } from "./build.ts"
 
 /** Who a tab is signed in as: what the console's sign-in keeps. */
 export interface SignedInPerson {
@@ -43,4 +47,25 @@ export const consoleTabs = (browser: () => Browser, consoleUrl: () => string) =>
       for (const page of opened.splice(0)) await page.goto("about:blank")
     }
   }
+}
+
+/**
+ * A console test file's usual set-up, registered where it is called (before the file's own
+ * `beforeAll`): the console built, an auth stack and a browser started, tabs recycled after each
+ * test, and both closed after the file.
+ */
+export const consoleSuite = () => {
+  const started = { stack: undefined as unknown as AuthStack, browser: undefined as unknown as Browser }
+  beforeAll(async () => {
+    await ensureConsoleBuilt()
+    started.stack = await startAuthStack()
+    started.browser = await launchBrowser()
+  }, 120_000)
+  afterAll(async () => {
+    await started.browser?.close()
+    await started.stack?.close()
+  })
+  const tabs = consoleTabs(() => started.browser, () => `${started.stack.main.url}/console`)
+  afterEach(tabs.recycle)
+  return Object.assign(started, { newPage: tabs.newPage, openAs: tabs.openAs })
 }
